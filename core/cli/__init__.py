@@ -1,0 +1,1 @@
+"""The `t9kjobs` command line."""

@@ -1,0 +1,129 @@
+"""`t9kjobs`: render, validate, plugins (and more subcommands as the operator grows).
+
+Every user error ends as a clear message on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+from t9kjobs.loading import JobError, load_documents, load_job
+from t9kjobs.manager import PluginError, PluginManager, load_plugins
+from t9kjobs.render import render_job
+
+__all__ = ["main"]
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise JobError([]) from exc
+
+
+def _cmd_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
+    rows = [("NAME", "DISTRIBUTION", "VERSION", "KINDS")]
+    for p in manager.plugins():
+        rows.append((p.name, p.distribution or "-", p.version or "-", ", ".join(p.kinds) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace, manager: PluginManager) -> int:
+    failed = False
+    for path in args.files:
+        try:
+            docs = load_documents(_read(path), path)
+        except JobError as exc:
+            for p in exc.problems:
+                print(f"{p}", file=sys.stderr)
+            failed = True
+            continue
+        multi = len(docs) > 1
+        for i, doc in enumerate(docs):
+            where = f"{path}[{i}]" if multi else path
+            try:
+                _, warnings = load_job(doc, manager)
+            except JobError as exc:
+                failed = True
+                for p in exc.problems:
+                    print(f"{where}: {p}", file=sys.stderr)
+                continue
+            for w in warnings:
+                print(f"{where}: {w}", file=sys.stderr)
+            name = (doc.get("metadata") or {}).get("name", "?")
+            print(f"{where}: {doc.get('kind')} {name} is valid")
+    return 1 if failed else 0
+
+
+def _cmd_render(args: argparse.Namespace, manager: PluginManager) -> int:
+    docs = load_documents(_read(args.file), args.file)
+    objects = []
+    for doc in docs:
+        job, warnings = load_job(doc, manager)
+        for w in warnings:
+            print(f"{args.file}: {w}", file=sys.stderr)
+        objects.extend(render_job(job, manager))
+    if args.output == "json":
+        print(json.dumps(objects, indent=2, sort_keys=False))
+    else:
+        print(yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False), end="")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="t9kjobs",
+        description="Distributed training jobs on Kubernetes: DeepSpeedJob, ColossalAIJob,"
+        " PyTorchTrainingJob, GenericJob and the kinds of installed plugins.",
+    )
+    parser.add_argument(
+        "--block-plugin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="do not load the plugin NAME (repeatable; also T9KJOBS_BLOCK_PLUGINS=a,b)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("render", help="print every object the operator would create for a job")
+    p.add_argument("file", help="job manifest (YAML; - for stdin)")
+    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    p.set_defaults(func=_cmd_render)
+
+    p = sub.add_parser("validate", help="check job manifests; one line per problem")
+    p.add_argument("files", nargs="+", help="job manifests (YAML; - for stdin)")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("plugins", help="list the loaded plugins and the kinds they serve")
+    p.set_defaults(func=_cmd_plugins)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        manager = load_plugins(args.block_plugin)
+        return int(args.func(args, manager))
+    except PluginError as exc:
+        print(f"t9kjobs: plugin error: {exc}", file=sys.stderr)
+        return 2
+    except JobError as exc:
+        if exc.__cause__ is not None and isinstance(exc.__cause__, OSError):
+            print(f"t9kjobs: {exc.__cause__}", file=sys.stderr)
+        for p in exc.problems:
+            print(f"{getattr(args, 'file', '')}: {p}".lstrip(": "), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""What a plugin declares about each kind it serves, and the small value types of the hook API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from t9kjobs.models import JobSpec, JobStatus
+
+__all__ = ["KindInfo", "Problem", "ReplicaState", "Verdict"]
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """A kind served by a plugin: names for the CRD, the spec model, engine defaults."""
+
+    kind: str
+    spec_model: type[JobSpec]
+    plural: str
+    short_names: tuple[str, ...] = ()
+    status_model: type[JobStatus] = JobStatus
+    # Command of every container in debug mode unless a replica type overrides it.
+    debug_command: tuple[str, ...] = ("sleep", "inf")
+    # Dotted spec path of the elastic replica count, for the CRD's scale subresource.
+    scale_spec_path: str | None = None
+    categories: tuple[str, ...] = ("t9k",)
+    description: str = ""
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validation finding, with the field path it is about (`spec.worker.replicas`)."""
+
+    path: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        prefix = "warning: " if self.severity == "warning" else ""
+        return f"{prefix}{self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica as the engine sees it after applying its restart policy.
+
+    `state` is Creating (no pod yet), Pending, Running, Succeeded, Failed, Unknown, Restarting (a
+    failed pod that is being replaced) or Deleted. `final` is True for Succeeded and for a
+    failure that will not be retried (non-retryable exit, or its restart limit reached).
+    """
+
+    replica_type: str
+    index: int
+    name: str
+    state: str
+    exit_code: int | None = None
+    final: bool = False
+    restarts: int = 0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "Succeeded"
+
+    @property
+    def failed_for_good(self) -> bool:
+        return self.state == "Failed" and self.final
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A framework's judgement of a job from its replicas: finished or not, and why."""
+
+    outcome: Literal["Succeeded", "Failed"]
+    reason: str
+    message: str
+    replicas: Sequence[ReplicaState] = field(default=())

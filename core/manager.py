@@ -1,0 +1,190 @@
+"""Loads plugins from the `t9kjobs.plugins` entry-point group and routes hooks to them.
+
+Bundled plugins load through the same entry points as third-party ones. A plugin can be blocked
+by name (`T9KJOBS_BLOCK_PLUGINS=a,b` or the `blocked` argument). Two plugins declaring the same
+kind is a load error naming both: picking one silently would make behaviour depend on install
+order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
+from typing import Any
+
+import pluggy
+from t9kjobs.hooks import FRAMEWORK_HOOKS, PROJECT, JobHooks
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.models import Job
+from t9kjobs.objects import DesiredPod, Obj
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "KindHooks",
+    "PluginError",
+    "PluginInfo",
+    "PluginManager",
+    "load_plugins",
+]
+
+ENTRY_POINT_GROUP = "t9kjobs.plugins"
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or conflicts with another."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    name: str
+    distribution: str
+    version: str
+    kinds: tuple[str, ...]
+
+
+class KindHooks:
+    """The hooks of one kind: framework hooks go to its owner only, cross-cutting ones to all.
+
+    This is the object the pure planner is given; it holds no state but the hook callers.
+    """
+
+    def __init__(self, pm: pluggy.PluginManager, owner: object, info: KindInfo) -> None:
+        others = [p for p in pm.get_plugins() if p is not owner]
+        self.info = info
+        self._framework = {
+            name: pm.subset_hook_caller(name, remove_plugins=others) for name in FRAMEWORK_HOOKS
+        }
+        self._hook = pm.hook
+
+    def validate(self, job: Job) -> list[Problem]:
+        return list(self._framework["t9kjobs_validate"](job=job) or [])
+
+    def build_pods(self, job: Job) -> list[DesiredPod]:
+        pods = self._framework["t9kjobs_build_pods"](job=job)
+        if pods is None:
+            raise PluginError(f"the plugin serving {self.info.kind} implements no build_pods")
+        return list(pods)
+
+    def build_launch_command(self, job: Job, pod: DesiredPod) -> list[str] | None:
+        result: list[str] | None = self._framework["t9kjobs_build_launch_command"](job=job, pod=pod)
+        return result
+
+    def compute_status(self, job: Job, replicas: Sequence[ReplicaState]) -> Verdict | None:
+        result: Verdict | None = self._framework["t9kjobs_compute_status"](
+            job=job, replicas=replicas
+        )
+        return result
+
+    def auxiliary_objects(self, job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
+        own = list(self._framework["t9kjobs_build_objects"](job=job, pods=pods) or [])
+        # pluggy returns results last-registered first; reverse for registration order.
+        results = self._hook.t9kjobs_build_auxiliary_objects(job=job, pods=pods)
+        return own + [obj for result in reversed(results) for obj in result]
+
+    def mutate_pod(self, job: Job, pod: DesiredPod) -> None:
+        self._hook.t9kjobs_mutate_pod(job=job, pod=pod)
+
+
+class PluginManager:
+    """The loaded plugins and the kinds they serve."""
+
+    def __init__(self) -> None:
+        self._pm = pluggy.PluginManager(PROJECT)
+        self._pm.add_hookspecs(JobHooks)
+        self._kinds: dict[str, KindInfo] = {}
+        self._owners: dict[str, str] = {}
+        self._infos: dict[str, PluginInfo] = {}
+        self._kind_hooks: dict[str, KindHooks] = {}
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def register(
+        self, plugin: object, name: str, distribution: str = "", version: str = ""
+    ) -> None:
+        """Register one plugin object or module; its kinds must not be served already."""
+        if self._pm.is_blocked(name):
+            return
+        self._pm.register(plugin, name=name)
+        declared: Sequence[KindInfo] = []
+        impl = getattr(plugin, "t9kjobs_kinds", None)
+        if impl is not None:
+            declared = list(impl())
+        for info in declared:
+            if info.kind in self._kinds:
+                self._pm.unregister(plugin)
+                raise PluginError(
+                    f"kind {info.kind} is claimed by two plugins: {self._owners[info.kind]!r} and"
+                    f" {name!r}; block one of them (T9KJOBS_BLOCK_PLUGINS={name})"
+                )
+        for info in declared:
+            self._kinds[info.kind] = info
+            self._owners[info.kind] = name
+        self._infos[name] = PluginInfo(name, distribution, version, tuple(i.kind for i in declared))
+        self._kind_hooks.clear()
+
+    def block(self, name: str) -> None:
+        self._pm.set_blocked(name)
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Load every plugin of the entry-point group, sorted by name for a stable hook order."""
+        eps: Iterable[EntryPoint] = sorted(entry_points(group=group), key=lambda e: e.name)
+        for ep in eps:
+            if self._pm.is_blocked(ep.name) or ep.name in self._infos:
+                continue
+            try:
+                plugin: ModuleType | Any = ep.load()
+            except Exception as exc:  # a broken third-party plugin must name itself
+                raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+            dist = ep.dist
+            self.register(
+                plugin,
+                ep.name,
+                distribution=dist.name if dist else "",
+                version=dist.version if dist else "",
+            )
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(str(exc)) from exc
+
+    # -- queries -----------------------------------------------------------------------------
+
+    @property
+    def kinds(self) -> dict[str, KindInfo]:
+        return dict(self._kinds)
+
+    def plugins(self) -> list[PluginInfo]:
+        return [self._infos[n] for n in sorted(self._infos)]
+
+    def owner_of(self, kind: str) -> str:
+        return self._owners[kind]
+
+    def kind_info(self, kind: str) -> KindInfo:
+        try:
+            return self._kinds[kind]
+        except KeyError:
+            known = ", ".join(sorted(self._kinds)) or "none"
+            raise PluginError(f"unknown kind {kind!r} (kinds served: {known})") from None
+
+    def hooks_for(self, kind: str) -> KindHooks:
+        """The hook callers for one kind, cached: building a subset caller is not free."""
+        hooks = self._kind_hooks.get(kind)
+        if hooks is None:
+            info = self.kind_info(kind)
+            owner = self._pm.get_plugin(self._owners[kind])
+            hooks = self._kind_hooks[kind] = KindHooks(self._pm, owner, info)
+        return hooks
+
+
+def load_plugins(blocked: Iterable[str] = ()) -> PluginManager:
+    """A manager with every installed plugin loaded, less the blocked ones."""
+    manager = PluginManager()
+    env_blocked = os.environ.get("T9KJOBS_BLOCK_PLUGINS", "")
+    for name in [*blocked, *env_blocked.split(",")]:
+        if name.strip():
+            manager.block(name.strip())
+    manager.load_entry_points()
+    return manager

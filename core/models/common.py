@@ -1,0 +1,230 @@
+"""Spec types that several kinds share (RunPolicy, RunMode, scheduling, elastic, restarts).
+
+Where the user references spell a field differently from the API references, the API spelling
+is canonical and the other is accepted as an alias (`enable` for `enabled`, `Queue` for `queue`),
+so that no field a user writes from either document is silently dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, model_validator
+from t9kjobs.models._base import ApiModel, PodTemplate
+
+__all__ = [
+    "RETRYABLE_EXIT_CODES",
+    "CleanUpPolicy",
+    "DebugMode",
+    "ElasticConfig",
+    "PauseMode",
+    "ReplicaDebugSet",
+    "ReplicaSpec",
+    "RestartPolicy",
+    "RestartPolicyType",
+    "RestartRule",
+    "ResumeSpec",
+    "RunMode",
+    "RunPolicy",
+    "SchedulePolicy",
+    "T9kScheduler",
+]
+
+RestartPolicyType = Literal["Always", "OnFailure", "Never", "ExitCode"]
+CleanUpPolicy = Literal["All", "Unfinished", "None"]
+
+# Exit codes that mean "killed from outside" (SIGINT, SIGKILL, SIGTERM, SIGUSR1 + 128): worth a
+# retry under the ExitCode policy; any other non-zero code is the program's own verdict.
+RETRYABLE_EXIT_CODES = frozenset({130, 137, 143, 138})
+
+
+def _enabled_field(description: str) -> bool:
+    return Field(
+        default=False,
+        validation_alias=AliasChoices("enabled", "enable"),
+        serialization_alias="enabled",
+        description=description + " `enable` is accepted as an alias.",
+    )
+
+
+class RestartPolicy(ApiModel):
+    """The object form of a restart policy: a policy and a per-replica limit of restarts."""
+
+    policy: RestartPolicyType = Field(
+        default="OnFailure", description="The policy to restart a finished replica."
+    )
+    limit: int = Field(
+        default=0, ge=0, description="The maximum number of restarts of one replica. Defaults to 0."
+    )
+
+
+class RestartRule(ApiModel):
+    """A restart policy in normal form: `limit` is None where the string form sets no limit."""
+
+    policy: RestartPolicyType
+    limit: int | None = None
+
+    @classmethod
+    def of(cls, value: RestartPolicyType | RestartPolicy) -> RestartRule:
+        if isinstance(value, RestartPolicy):
+            return cls(policy=value.policy, limit=value.limit)
+        return cls(policy=value)
+
+
+class ReplicaDebugSet(ApiModel):
+    """How to start the replicas of one type in debug mode."""
+
+    type: str = Field(description="Replica type.")
+    skip_init_container: bool = Field(
+        default=False, description="Skip the init containers, if true."
+    )
+    command: list[str] | None = Field(
+        default=None, description="Command that replaces the containers' command."
+    )
+
+
+class DebugMode(ApiModel):
+    """Whether and how to start the job in debug mode."""
+
+    enabled: bool = _enabled_field("Whether to enable debug mode.")
+    replica_specs: list[ReplicaDebugSet] = Field(
+        default_factory=list, description="Per replica type overrides in debug mode."
+    )
+
+
+class ResumeSpec(ApiModel):
+    """How to start the replicas of one type when the job resumes from pause."""
+
+    type: str = Field(description="Replica type.")
+    skip_init_container: bool = Field(
+        default=False, description="Skip the init containers, if true."
+    )
+    command: list[str] | None = Field(
+        default=None, description="Command to run instead of the template's, when resuming."
+    )
+    args: list[str] | None = Field(
+        default=None, description="Args to use instead of the template's, when resuming."
+    )
+
+
+class PauseMode(ApiModel):
+    """Whether the job is paused (its pods deleted) and how it resumes."""
+
+    enabled: bool = _enabled_field("Whether to enable pause mode.")
+    resume_specs: list[ResumeSpec] = Field(
+        default_factory=list, description="Per replica type overrides used when resuming."
+    )
+
+
+class RunMode(ApiModel):
+    """Immediate (default), Debug or Pause. Pause wins when both are enabled."""
+
+    debug: DebugMode | None = Field(default=None, description="Debug mode.")
+    pause: PauseMode | None = Field(default=None, description="Pause mode.")
+
+    @property
+    def paused(self) -> bool:
+        return self.pause is not None and self.pause.enabled
+
+    @property
+    def debugging(self) -> bool:
+        return not self.paused and self.debug is not None and self.debug.enabled
+
+
+class RunPolicy(ApiModel):
+    """Runtime policies: cleanup, deadline and restart budget."""
+
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Seconds from the job's start after which it fails with DeadlineExceeded.",
+    )
+    backoff_limit: int = Field(
+        default=3,
+        ge=0,
+        description="Restarts allowed, shared by all replicas, before the job fails."
+        " Defaults to 3.",
+    )
+    clean_up_policy: CleanUpPolicy = Field(
+        default="None",
+        description="Pods deleted when the job finishes: All, Unfinished (those still pending or"
+        " running) or None (default).",
+    )
+
+
+class T9kScheduler(ApiModel):
+    """Gang scheduling through the T9k scheduler (a PodGroup per job)."""
+
+    queue: str = Field(
+        validation_alias=AliasChoices("queue", "Queue"),
+        serialization_alias="queue",
+        description="Queue of the PodGroup. `Queue` is accepted as an alias.",
+    )
+    priority: int = Field(
+        default=0, ge=0, le=100, description="PodGroup priority in [0, 100]. Defaults to 0."
+    )
+
+
+class SchedulePolicy(ApiModel):
+    """Which scheduler places the pods; the cluster's default scheduler when unset."""
+
+    t9k_scheduler: T9kScheduler | None = Field(default=None, description="T9k scheduler.")
+
+
+class ElasticConfig(ApiModel):
+    """Elastic training: the worker count may change at run time within [min, max]."""
+
+    enabled: bool = _enabled_field("Whether to enable elastic training.")
+    min_replicas: int | None = Field(
+        default=None, ge=1, description="Minimum number of replicas; immutable once created."
+    )
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Maximum number of replicas; immutable once created."
+    )
+    expected_replicas: int | None = Field(
+        default=None, ge=0, description="Desired number of replicas; may change at run time."
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ElasticConfig:
+        if (
+            self.min_replicas is not None
+            and self.max_replicas is not None
+            and self.min_replicas > self.max_replicas
+        ):
+            raise ValueError("minReplicas must be <= maxReplicas")
+        return self
+
+    def replicas(self, default: int) -> int:
+        """The replica count: `expectedReplicas` (else `default`) clamped to [min, max]."""
+        n = self.expected_replicas if self.expected_replicas is not None else default
+        if self.min_replicas is not None:
+            n = max(n, self.min_replicas)
+        if self.max_replicas is not None:
+            n = min(n, self.max_replicas)
+        return n
+
+
+ReplicaType = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=30,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="Replica type: a lowercase DNS label; it becomes part of pod names.",
+    ),
+]
+
+
+class ReplicaSpec(ApiModel):
+    """One type of replica: how many pods, from which template, restarted how."""
+
+    type: ReplicaType
+    replicas: int = Field(default=1, ge=0, description="Number of replicas. Defaults to 1.")
+    restart_policy: RestartPolicyType | RestartPolicy = Field(
+        default="OnFailure",
+        description="Always, OnFailure, Never or ExitCode, or the object form {policy, limit}.",
+    )
+    template: PodTemplate = Field(
+        default_factory=dict, description="The pod template of this replica type."
+    )

@@ -1,0 +1,97 @@
+"""The envelope every kind shares: apiVersion, kind, metadata, a typed spec and the status.
+
+A plugin owns the spec model of its kind; `JobSpec` is the base it derives from. The engine reads
+the lifecycle settings through `JobSpec.lifecycle()`, so kinds that spell them differently (the
+GenericJob's top-level `cleanUpPolicy`, ColossalAIJob's `runPolicy.cleanUpWorkers`) override one
+method instead of teaching the engine about each kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from t9kjobs.models._base import ApiModel
+from t9kjobs.models.common import CleanUpPolicy, RunMode, RunPolicy, SchedulePolicy
+from t9kjobs.models.status import JobStatus
+
+__all__ = ["API_GROUP", "API_VERSION", "Job", "JobSpec", "Lifecycle", "ObjectMeta"]
+
+API_GROUP = "batch.tensorstack.dev"
+API_VERSION = f"{API_GROUP}/v1beta1"
+
+SpecT = TypeVar("SpecT", bound="JobSpec")
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """The settings the engine needs from any spec, in one normal form."""
+
+    run_mode: RunMode
+    backoff_limit: int | None
+    active_deadline_seconds: int | None
+    clean_up_policy: CleanUpPolicy
+    # Replica types whose pods the cleanup never deletes (ColossalAIJob keeps its launcher).
+    clean_up_keeps: frozenset[str] = frozenset()
+    scheduler: SchedulePolicy | None = None
+
+
+class JobSpec(ApiModel):
+    """Base class of every kind's spec model."""
+
+    def lifecycle(self) -> Lifecycle:
+        run_policy = getattr(self, "run_policy", None)
+        if not isinstance(run_policy, RunPolicy):
+            run_policy = RunPolicy()
+        run_mode = getattr(self, "run_mode", None)
+        scheduler = getattr(self, "scheduler", None)
+        return Lifecycle(
+            run_mode=run_mode if isinstance(run_mode, RunMode) else RunMode(),
+            backoff_limit=run_policy.backoff_limit,
+            active_deadline_seconds=run_policy.active_deadline_seconds,
+            clean_up_policy=run_policy.clean_up_policy,
+            scheduler=scheduler if isinstance(scheduler, SchedulePolicy) else None,
+        )
+
+
+class ObjectMeta(BaseModel):
+    """The part of metadata the engine reads; everything else is kept as given."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: str = Field(min_length=1, max_length=52, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str = "default"
+    uid: str = "<job-uid>"
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    generation: int | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+
+
+class Job(BaseModel):
+    """A job of any kind, its spec parsed by the model of the plugin that owns the kind."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    api_version: str = API_VERSION
+    kind: str
+    metadata: ObjectMeta
+    spec: JobSpec
+    status: JobStatus = Field(default_factory=JobStatus)
+    # The manifest as received, for what the models do not cover.
+    raw: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    def spec_as(self, model: type[SpecT]) -> SpecT:
+        """The spec, typed as `model`; a plugin calls this on the kinds it owns."""
+        if not isinstance(self.spec, model):
+            raise TypeError(f"{self.kind} spec is {type(self.spec).__name__}, not {model.__name__}")
+        return self.spec

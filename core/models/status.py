@@ -1,0 +1,106 @@
+"""The observed state of a job, as written to its `/status` subresource.
+
+Choices where the references disagree (see docs/api.md): the per-pod list is `replicas` (the
+API reference's spelling), the finished condition is `Completed`. `startTime` and
+`completionTime` are added as batch/v1 Job has them; `activeDeadlineSeconds` counts from
+`startTime`. `replicas[].restartCount` records the restarts of one replica, so that a restart is
+counted exactly once even when the operator dies between counting it and deleting the pod.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+from t9kjobs.models._base import ApiModel
+
+__all__ = [
+    "FINISHED_PHASES",
+    "Aggregate",
+    "ConditionType",
+    "ContainerStatus",
+    "JobCondition",
+    "JobPhase",
+    "JobStatus",
+    "ReplicaStatus",
+    "TaskStatus",
+]
+
+JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+ConditionType = Literal[
+    "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "Degraded"
+]
+FINISHED_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
+
+
+class _StatusModel(ApiModel):
+    # Status is ours to write; fields added by a newer operator must not break an older one.
+    model_config = ConfigDict(extra="ignore")
+
+
+class ContainerStatus(_StatusModel):
+    """The observed state of one container."""
+
+    name: str
+    state: str = Field(description="waiting, running or terminated.")
+    exit_code: int | None = Field(default=None, description="Exit code, if terminated.")
+    reason: str | None = None
+
+
+class ReplicaStatus(_StatusModel):
+    """The observed state of one replica (one pod name)."""
+
+    name: str = Field(description="Pod name.")
+    uid: str | None = Field(default=None, description="Pod uid.")
+    phase: str = Field(description="Pod phase, or Creating / Deleted while the pod is absent.")
+    containers: list[ContainerStatus] = Field(default_factory=list)
+    restart_count: int = Field(default=0, description="Restarts of this replica performed.")
+
+
+class TaskStatus(_StatusModel):
+    """The observed state of one replica type."""
+
+    type: str
+    restart_count: int = Field(default=0, description="Restarts performed for this type.")
+    replicas: list[ReplicaStatus] = Field(default_factory=list)
+
+
+class Aggregate(_StatusModel):
+    """How many replicas are in each state."""
+
+    creating: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    unknown: int = 0
+    deleted: int = 0
+
+
+class JobCondition(_StatusModel):
+    """One observation of the job's state; lastTransitionTime changes only with `status`."""
+
+    type: ConditionType
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+
+
+class JobStatus(_StatusModel):
+    """The status subresource shared by every kind; a kind may extend it (KindInfo.status_model)."""
+
+    phase: JobPhase | None = None
+    tasks: list[TaskStatus] = Field(default_factory=list)
+    aggregate: Aggregate = Field(default_factory=Aggregate)
+    conditions: list[JobCondition] = Field(default_factory=list)
+    backoff_count: int = Field(default=0, description="Restarts performed, all replicas.")
+    start_time: str | None = None
+    completion_time: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINISHED_PHASES
+
+    def condition(self, type_: ConditionType) -> JobCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)

@@ -1,0 +1,196 @@
+"""Builders of the Kubernetes objects a job owns, as plain JSON-like dicts.
+
+Plugins build every child through these functions, so names, labels and owner references follow
+one convention: pods `<job>-<type>-<index>`, labels `tensorstack.dev/owner-kind`, `owner-name`,
+`replica-type`, `replica-index`, and the job as controller owner (deleting the job
+garbage-collects every child).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from t9kjobs.models import Job, RestartRule
+
+__all__ = [
+    "ANNOTATION_INCARNATION",
+    "LABEL_OWNER_KIND",
+    "LABEL_OWNER_NAME",
+    "LABEL_REPLICA_INDEX",
+    "LABEL_REPLICA_TYPE",
+    "DesiredPod",
+    "Obj",
+    "config_map",
+    "find_container",
+    "headless_service",
+    "new_pod",
+    "object_key",
+    "owner_labels",
+    "owner_reference",
+    "pod_name",
+    "secret",
+    "service",
+    "set_env",
+]
+
+Obj = dict[str, Any]
+
+LABEL_OWNER_KIND = "tensorstack.dev/owner-kind"
+LABEL_OWNER_NAME = "tensorstack.dev/owner-name"
+LABEL_REPLICA_TYPE = "tensorstack.dev/replica-type"
+LABEL_REPLICA_INDEX = "tensorstack.dev/replica-index"
+# Which incarnation of a replica a pod is: 0 for the first pod, n after n restarts.
+ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
+
+
+@dataclass
+class DesiredPod:
+    """One pod the job should have, with what the engine needs to restart it."""
+
+    replica_type: str
+    index: int
+    restart: RestartRule
+    manifest: Obj
+    # The container that runs the training program (its command is the launch command).
+    training_container: str | None = None
+    # Debug-mode command when the kind's default does not fit this replica.
+    debug_command: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"]["name"])
+
+
+def pod_name(job_name: str, replica_type: str, index: int) -> str:
+    return f"{job_name}-{replica_type}-{index}"
+
+
+def object_key(obj: Obj) -> tuple[str, str]:
+    """(kind, name): how a child is identified among a job's children."""
+    return str(obj["kind"]), str(obj["metadata"]["name"])
+
+
+def owner_labels(job: Job) -> dict[str, str]:
+    return {LABEL_OWNER_KIND: job.kind, LABEL_OWNER_NAME: job.name}
+
+
+def owner_reference(job: Job) -> Obj:
+    return {
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "name": job.name,
+        "uid": job.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _child_metadata(job: Job, name: str, labels: dict[str, str] | None = None) -> Obj:
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {**owner_labels(job), **(labels or {})},
+        "ownerReferences": [owner_reference(job)],
+    }
+
+
+def new_pod(
+    job: Job,
+    replica_type: str,
+    index: int,
+    template: Obj,
+    *,
+    subdomain: str | None = None,
+    name: str | None = None,
+) -> Obj:
+    """A pod from a template: conventional name and labels, the job as owner, restartPolicy Never.
+
+    The operator restarts replicas itself, so the kubelet must never do it. With `subdomain`
+    (the job's headless Service), the pod is reachable as `<pod>.<subdomain>` before it is ready.
+    """
+    template = copy.deepcopy(template)
+    tmeta = template.get("metadata") or {}
+    spec: Obj = template.get("spec") or {}
+    pod_name_ = name or pod_name(job.name, replica_type, index)
+    metadata = _child_metadata(
+        job,
+        pod_name_,
+        {
+            **(tmeta.get("labels") or {}),
+            LABEL_REPLICA_TYPE: replica_type,
+            LABEL_REPLICA_INDEX: str(index),
+        },
+    )
+    if tmeta.get("annotations"):
+        metadata["annotations"] = dict(tmeta["annotations"])
+    spec["restartPolicy"] = "Never"
+    spec.setdefault("containers", [])
+    if subdomain:
+        spec["hostname"] = pod_name_
+        spec["subdomain"] = subdomain
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
+    """The container named `preferred`, else the first one; None for a pod without containers."""
+    containers: list[Obj] = pod["spec"].get("containers") or []
+    if preferred:
+        for c in containers:
+            if c.get("name") == preferred:
+                return c
+    return containers[0] if containers else None
+
+
+def set_env(container: Obj, values: dict[str, str]) -> None:
+    """Set env vars on a container, replacing same-named ones, keeping order otherwise."""
+    env: list[Obj] = [e for e in container.get("env") or [] if e.get("name") not in values]
+    env.extend({"name": k, "value": v} for k, v in values.items())
+    container["env"] = env
+
+
+def headless_service(job: Job, name: str | None = None) -> Obj:
+    """The Service that gives every pod of the job a DNS name `<pod>.<job>`, ready or not."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _child_metadata(job, name or job.name),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": owner_labels(job),
+        },
+    }
+
+
+def service(job: Job, name: str, selector: dict[str, str], ports: list[Obj]) -> Obj:
+    """A ClusterIP Service of the job selecting `selector` (on top of the owner labels)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _child_metadata(job, name),
+        "spec": {"selector": {**owner_labels(job), **selector}, "ports": ports},
+    }
+
+
+def config_map(job: Job, name: str, data: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _child_metadata(job, name),
+        "data": dict(data),
+    }
+
+
+def secret(job: Job, name: str, string_data: dict[str, str], annotations: dict[str, str]) -> Obj:
+    meta = _child_metadata(job, name)
+    meta["annotations"] = dict(annotations)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": meta,
+        "stringData": dict(string_data),
+    }

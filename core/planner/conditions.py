@@ -1,0 +1,46 @@
+"""Conditions and timestamps: a condition's lastTransitionTime moves only when its status does."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from t9kjobs.models.status import ConditionType, JobCondition, JobStatus
+
+__all__ = ["parse_time", "rfc3339", "set_condition"]
+
+
+def rfc3339(now: datetime) -> str:
+    return now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def set_condition(
+    status: JobStatus,
+    type_: ConditionType,
+    value: bool,
+    reason: str,
+    message: str,
+    now: str,
+) -> None:
+    new_status: Literal["True", "False"] = "True" if value else "False"
+    current = status.condition(type_)
+    if current is None:
+        status.conditions.append(
+            JobCondition(
+                type=type_,
+                status=new_status,
+                reason=reason,
+                message=message,
+                last_transition_time=now,
+            )
+        )
+        return
+    if current.status != new_status:
+        current.last_transition_time = now
+    current.status = new_status
+    current.reason = reason
+    current.message = message

@@ -1,0 +1,402 @@
+"""`plan(job, observed, now, hooks) -> Plan`: the whole lifecycle engine as one pure function.
+
+No I/O, no clock (`now` is an argument), no randomness: the same inputs give the same Plan. The
+controller applies the Plan; running `plan` again on the state that results is always safe,
+which is what makes a crash at any point recoverable.
+
+The order of judgement, each step only if the previous one did not decide:
+finished job (only cleanup, never regress) -> pause -> deadline -> framework verdict ->
+restart budget -> keep running (create what is missing, restart what failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from t9kjobs.kinds import ReplicaState, Verdict
+from t9kjobs.models import (
+    Aggregate,
+    ContainerStatus,
+    Job,
+    JobStatus,
+    Lifecycle,
+    ReplicaStatus,
+    TaskStatus,
+)
+from t9kjobs.objects import ANNOTATION_INCARNATION, LABEL_REPLICA_TYPE, DesiredPod, Obj
+from t9kjobs.planner.conditions import parse_time, rfc3339, set_condition
+from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.replicas import Assessment, assess, exit_code_of, pod_state
+from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
+
+__all__ = ["plan"]
+
+_ACTIVE = ("Pending", "Running", "Unknown")
+
+
+def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Plan:
+    before = job.status
+    status = before.model_copy(deep=True)
+    ts = rfc3339(now)
+    life = job.spec.lifecycle()
+    if status.finished:
+        deletes = _cleanup(observed, life, deadline=False)
+        return _result(before, status, delete=deletes)
+    if life.run_mode.paused:
+        return _paused(before, status, observed, ts)
+
+    resumed = status.condition("Paused") is not None
+    pods = desired_pods(job, hooks, life, resumed)
+    aux = hooks.auxiliary_objects(job, pods)
+    if status.start_time is None:
+        status.start_time = ts
+    pods_by_name = {p["metadata"]["name"]: p for p in observed.pods()}
+    recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
+    found = assess(pods, pods_by_name, recorded, status.backoff_count, life)
+
+    verdict, requeue = _deadline(life, status, now, found.states)
+    debugging = life.run_mode.debugging
+    if verdict is None and not debugging:
+        verdict = hooks.compute_status(job, found.states)
+    if verdict is None and found.backoff_exceeded is not None and not debugging:
+        verdict = _backoff_verdict(found.backoff_exceeded, life)
+    if verdict is not None:
+        return _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
+    return _running(
+        job, before, status, pods, aux, pods_by_name, found, observed, life, ts, requeue, resumed
+    )
+
+
+def _result(
+    before: JobStatus,
+    status: JobStatus,
+    *,
+    create: Sequence[Obj] = (),
+    update: Sequence[Obj] = (),
+    delete: Sequence[ObjectRef] = (),
+    events: Sequence[Event] = (),
+    requeue_after: float | None = None,
+) -> Plan:
+    return Plan(
+        status=status,
+        status_changed=status != before,
+        create=tuple(create),
+        update=tuple(update),
+        delete=tuple(delete),
+        events=tuple(events),
+        requeue_after=requeue_after,
+    )
+
+
+def _ref(obj: Obj) -> ObjectRef:
+    meta = obj["metadata"]
+    return ObjectRef(
+        str(obj.get("apiVersion", "v1")), str(obj["kind"]), meta["name"], meta.get("uid")
+    )
+
+
+def _paused(before: JobStatus, status: JobStatus, observed: Observed, ts: str) -> Plan:
+    live = [p for p in observed.pods() if not p["metadata"].get("deletionTimestamp")]
+    status.phase = "Paused"
+    set_condition(status, "Paused", True, "PauseEnabled", "spec.runMode.pause is enabled", ts)
+    set_condition(status, "Running", False, "Paused", "the job is paused", ts)
+    status.aggregate = Aggregate(deleted=sum(len(t.replicas) for t in status.tasks))
+    for task in status.tasks:
+        for replica in task.replicas:
+            replica.phase, replica.uid, replica.containers = "Deleted", None, []
+    events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
+    return _result(before, status, delete=[_ref(p) for p in live], events=events)
+
+
+def _deadline(
+    life: Lifecycle, status: JobStatus, now: datetime, states: list[ReplicaState]
+) -> tuple[Verdict | None, float | None]:
+    if life.active_deadline_seconds is None or status.start_time is None:
+        return None, None
+    elapsed = (now - parse_time(status.start_time)).total_seconds()
+    remaining = life.active_deadline_seconds - elapsed
+    if remaining > 0:
+        return None, remaining
+    message = (
+        f"the job was active longer than spec.runPolicy.activeDeadlineSeconds"
+        f" ({life.active_deadline_seconds}s)"
+    )
+    return Verdict("Failed", "DeadlineExceeded", message, states), None
+
+
+def _backoff_verdict(replica: ReplicaState, life: Lifecycle) -> Verdict:
+    code = f" with exit code {replica.exit_code}" if replica.exit_code is not None else ""
+    return Verdict(
+        "Failed",
+        "BackoffLimitExceeded",
+        f"{replica.name} failed{code}; restarts exhausted"
+        f" (spec.runPolicy.backoffLimit={life.backoff_limit})",
+        (replica,),
+    )
+
+
+def _cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[ObjectRef]:
+    """Pods to delete when a job has finished: by cleanUpPolicy, and active ones past a deadline."""
+    out = []
+    for pod in observed.pods():
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        replica_type = (pod["metadata"].get("labels") or {}).get(LABEL_REPLICA_TYPE, "")
+        active = pod_state(pod) in _ACTIVE
+        keep = replica_type in life.clean_up_keeps
+        policy = life.clean_up_policy
+        if (
+            (deadline and active)
+            or (not keep and policy == "All")
+            or (not keep and policy == "Unfinished" and active)
+        ):
+            out.append(_ref(pod))
+    return out
+
+
+def _finish(
+    before: JobStatus,
+    status: JobStatus,
+    verdict: Verdict,
+    pods: list[DesiredPod],
+    pods_by_name: dict[str, Obj],
+    recorded: dict[str, int],
+    observed: Observed,
+    life: Lifecycle,
+    ts: str,
+) -> Plan:
+    status.phase = verdict.outcome
+    status.completion_time = ts
+    succeeded = verdict.outcome == "Succeeded"
+    set_condition(status, "Running", False, verdict.reason, verdict.message, ts)
+    set_condition(
+        status, "Completed" if succeeded else "Failed", True, verdict.reason, verdict.message, ts
+    )
+    deletes = _cleanup(observed, life, deadline=verdict.reason == "DeadlineExceeded")
+    deleted = {d.name for d in deletes}
+    _write_replicas(status, pods, pods_by_name, recorded, deleted)
+    event = Event("Normal" if succeeded else "Warning", verdict.outcome, verdict.message)
+    return _result(before, status, delete=deletes, events=[event])
+
+
+def _running(
+    job: Job,
+    before: JobStatus,
+    status: JobStatus,
+    pods: list[DesiredPod],
+    aux: list[Obj],
+    pods_by_name: dict[str, Obj],
+    found: Assessment,
+    observed: Observed,
+    life: Lifecycle,
+    ts: str,
+    requeue: float | None,
+    resumed: bool,
+) -> Plan:
+    creates: list[Obj] = []
+    updates: list[Obj] = []
+    deletes: list[ObjectRef] = []
+    events: list[Event] = []
+
+    for desired in pods:
+        if desired.name not in pods_by_name:
+            manifest = desired.manifest
+            annotations = manifest["metadata"].setdefault("annotations", {})
+            annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
+            creates.append(manifest)
+    for desired, pod in found.restart:
+        deletes.append(_ref(pod))
+        code = exit_code_of(pod, desired.training_container)
+        events.append(
+            Event(
+                "Warning",
+                "Restarting",
+                f"{desired.name} {pod_state(pod).lower()}"
+                + (f" with exit code {code}" if code is not None else "")
+                + f"; restart {found.restarts_recorded.get(desired.name, 0)}",
+            )
+        )
+    desired_names = {p.name for p in pods}
+    for name, pod in pods_by_name.items():
+        if name not in desired_names and not pod["metadata"].get("deletionTimestamp"):
+            deletes.append(_ref(pod))  # scaled down, or no longer part of the job
+
+    absent: list[str] = []
+    desired_aux = set()
+    for obj in aux:
+        key = (obj["kind"], obj["metadata"]["name"])
+        desired_aux.add(key)
+        if obj["kind"] in observed.absent_kinds:
+            absent.append(obj["kind"])
+            continue
+        current = observed.get(*key)
+        if current is None:
+            creates.append(obj)
+        elif _needs_update(obj, current):
+            updated = dict(obj)
+            updated["metadata"] = {
+                **obj["metadata"],
+                "resourceVersion": current["metadata"].get("resourceVersion"),
+            }
+            updates.append(updated)
+    for key, obj in sorted(observed.objects.items()):
+        if key[0] != "Pod" and key not in desired_aux:
+            deletes.append(_ref(obj))
+
+    if creates:
+        created_pods = [o["metadata"]["name"] for o in creates if o["kind"] == "Pod"]
+        if created_pods:
+            events.append(Event("Normal", "PodsCreated", "created " + ", ".join(created_pods)))
+
+    status.backoff_count = found.backoff_count
+    _write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
+    for state in found.states:
+        if state.state == "Restarting":
+            for task in status.tasks:
+                for replica in task.replicas:
+                    if replica.name == state.name:
+                        replica.phase = "Failed"
+    _phase_and_conditions(status, found.states, pods, pods_by_name, life, ts, resumed, absent)
+    return _result(
+        before,
+        status,
+        create=creates,
+        update=updates,
+        delete=deletes,
+        events=events,
+        requeue_after=requeue,
+    )
+
+
+def _needs_update(desired: Obj, current: Obj) -> bool:
+    kind = desired["kind"]
+    if kind == "Secret":
+        return False  # generated key material is never rewritten
+    if kind == "ConfigMap":
+        return bool(desired.get("data") != current.get("data"))
+    return not _subset(desired.get("spec"), current.get("spec"))
+
+
+def _subset(want: Any, have: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(w, h) for w, h in zip(want, have, strict=True))
+        )
+    return bool(want == have)
+
+
+def _containers(pod: Obj) -> list[ContainerStatus]:
+    out = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        name = next(iter(state), "waiting")
+        detail = state.get(name) or {}
+        out.append(
+            ContainerStatus(
+                name=cs.get("name", ""),
+                state=name,
+                exit_code=detail.get("exitCode"),
+                reason=detail.get("reason"),
+            )
+        )
+    return out
+
+
+def _write_replicas(
+    status: JobStatus,
+    pods: list[DesiredPod],
+    pods_by_name: dict[str, Obj],
+    counts: dict[str, int],
+    deleted: set[str],
+) -> None:
+    tasks: dict[str, TaskStatus] = {}
+    aggregate = Aggregate()
+    for desired in pods:
+        pod = pods_by_name.get(desired.name)
+        phase = "Deleted" if desired.name in deleted else pod_state(pod)
+        task = tasks.setdefault(desired.replica_type, TaskStatus(type=desired.replica_type))
+        restarts = counts.get(desired.name, 0)
+        task.restart_count += restarts
+        task.replicas.append(
+            ReplicaStatus(
+                name=desired.name,
+                uid=pod["metadata"].get("uid") if pod is not None else None,
+                phase=phase,
+                containers=_containers(pod) if pod is not None else [],
+                restart_count=restarts,
+            )
+        )
+        field = phase.lower() if phase.lower() in Aggregate.model_fields else "unknown"
+        setattr(aggregate, field, getattr(aggregate, field) + 1)
+    status.tasks = list(tasks.values())
+    status.aggregate = aggregate
+
+
+def _phase_and_conditions(
+    status: JobStatus,
+    states: list[ReplicaState],
+    pods: list[DesiredPod],
+    pods_by_name: dict[str, Obj],
+    life: Lifecycle,
+    ts: str,
+    resumed: bool,
+    absent: list[str],
+) -> None:
+    all_exist = all(p.name in pods_by_name for p in pods)
+    if all_exist:
+        set_condition(status, "Initialized", True, "PodsCreated", "all pods are created", ts)
+    elif status.condition("Initialized") is None:
+        set_condition(status, "Initialized", False, "CreatingPods", "creating pods", ts)
+    if resumed:
+        set_condition(status, "Paused", False, "Resumed", "spec.runMode.pause is disabled", ts)
+
+    up = bool(states) and all(s.state in ("Running", "Succeeded") for s in states)
+    if life.run_mode.debugging:
+        status.phase = "Running"
+        set_condition(
+            status,
+            "Running",
+            True,
+            "DebugMode",
+            "the job is in debug mode (spec.runMode.debug): pods run the debug command and"
+            " their exits do not finish the job",
+            ts,
+        )
+    elif up or status.phase == "Running":
+        status.phase = "Running"
+        set_condition(status, "Running", True, "PodsRunning", "all pods are running", ts)
+    elif resumed and status.phase in ("Paused", "Resuming"):
+        status.phase = "Resuming"
+    else:
+        status.phase = "Pending"
+
+    failing = [s for s in states if s.state in ("Failed", "Restarting")]
+    if failing:
+        parts = [
+            f"{s.name} failed"
+            + (f" with exit code {s.exit_code}" if s.exit_code is not None else "")
+            for s in failing
+        ]
+        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", "; ".join(parts), ts)
+    elif status.condition("ReplicaFailure") is not None:
+        set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+    if absent:
+        kinds = ", ".join(sorted(set(absent)))
+        set_condition(
+            status,
+            "Degraded",
+            True,
+            "DependencyMissing",
+            f"the cluster serves no {kinds}: those objects are not created",
+            ts,
+        )
+    elif status.condition("Degraded") is not None:
+        set_condition(
+            status, "Degraded", False, "DependenciesPresent", "all dependencies exist", ts
+        )

@@ -1,0 +1,122 @@
+"""Each replica's state from its pod, and the restart decision its policy makes.
+
+A restart is recorded in the job's status (`replicas[].restartCount`, `backoffCount`) in the same
+write that precedes deleting the failed pod; the replacement pod carries its incarnation in an
+annotation. A failed pod whose incarnation is below the recorded count was already counted, so a
+crash between the status write and the delete never counts a restart twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from t9kjobs.kinds import ReplicaState
+from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle
+from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod, Obj
+
+__all__ = ["Assessment", "assess", "exit_code_of", "pod_state"]
+
+
+def pod_state(pod: Obj | None) -> str:
+    if pod is None:
+        return "Creating"
+    if pod["metadata"].get("deletionTimestamp"):
+        return "Deleted"
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def exit_code_of(pod: Obj, training_container: str | None) -> int | None:
+    """The exit code of the training container, else the first non-zero one, if terminated."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    codes: dict[str, int] = {}
+    for cs in statuses:
+        terminated = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get(
+            "terminated"
+        )
+        if terminated and terminated.get("exitCode") is not None:
+            codes[str(cs.get("name"))] = int(terminated["exitCode"])
+    if training_container in codes:
+        return codes[str(training_container)]
+    nonzero = [c for c in codes.values() if c != 0]
+    if nonzero:
+        return nonzero[0]
+    return next(iter(codes.values()), None)
+
+
+def _incarnation(pod: Obj) -> int:
+    value = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_INCARNATION, "0")
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+@dataclass
+class Assessment:
+    """All replicas of a job, and the restarts this reconcile decides."""
+
+    states: list[ReplicaState]
+    restart: list[tuple[DesiredPod, Obj]]  # (replica, failed pod to delete and recreate)
+    restarts_recorded: dict[str, int]  # pod name -> restarts after this reconcile
+    backoff_count: int
+    backoff_exceeded: ReplicaState | None
+
+
+def assess(
+    pods: list[DesiredPod],
+    observed: dict[str, Obj],
+    recorded: dict[str, int],
+    backoff_count: int,
+    life: Lifecycle,
+) -> Assessment:
+    states: list[ReplicaState] = []
+    restart: list[tuple[DesiredPod, Obj]] = []
+    counts = dict(recorded)
+    exceeded: ReplicaState | None = None
+    for desired in pods:
+        pod = observed.get(desired.name)
+        state = pod_state(pod)
+        done = counts.get(desired.name, 0)
+        code = exit_code_of(pod, desired.training_container) if pod is not None else None
+        rule = desired.restart
+        finished = state in ("Succeeded", "Failed")
+        wants_restart = finished and (
+            rule.policy == "Always"
+            or (state == "Failed" and rule.policy == "OnFailure")
+            or (state == "Failed" and rule.policy == "ExitCode" and code in RETRYABLE_EXIT_CODES)
+        )
+        final = state == "Succeeded" and not wants_restart
+        if pod is not None and finished and _incarnation(pod) < done:
+            # Counted by an earlier reconcile that did not get to delete the pod.
+            restart.append((desired, pod))
+            state, final = "Restarting", False
+        elif wants_restart and rule.limit is not None and done >= rule.limit:
+            final = True
+        elif (
+            wants_restart and life.backoff_limit is not None and backoff_count >= life.backoff_limit
+        ):
+            final = True
+            if exceeded is None:
+                exceeded = ReplicaState(
+                    desired.replica_type, desired.index, desired.name, state, code, True, done
+                )
+        elif wants_restart and pod is not None:
+            restart.append((desired, pod))
+            counts[desired.name] = done + 1
+            backoff_count += 1
+            if state == "Failed":
+                state = "Restarting"
+        elif state == "Failed":
+            final = True
+        states.append(
+            ReplicaState(
+                desired.replica_type,
+                desired.index,
+                desired.name,
+                state,
+                code,
+                final,
+                counts.get(desired.name, 0),
+            )
+        )
+    return Assessment(states, restart, counts, backoff_count, exceeded)

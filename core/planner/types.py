@@ -1,0 +1,82 @@
+"""The planner's inputs and outputs: what the cluster holds for a job, and what to do about it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
+from t9kjobs.models import Job, JobStatus
+from t9kjobs.objects import DesiredPod, Obj, object_key
+
+__all__ = ["EngineHooks", "Event", "ObjectRef", "Observed", "Plan"]
+
+
+class EngineHooks(Protocol):
+    """The hooks of one kind, as the planner calls them (see `t9kjobs.hooks` for contracts)."""
+
+    info: KindInfo
+
+    def build_pods(self, job: Job) -> list[DesiredPod]: ...
+
+    def build_launch_command(self, job: Job, pod: DesiredPod) -> list[str] | None: ...
+
+    def compute_status(self, job: Job, replicas: Sequence[ReplicaState]) -> Verdict | None: ...
+
+    def auxiliary_objects(self, job: Job, pods: Sequence[DesiredPod]) -> list[Obj]: ...
+
+    def mutate_pod(self, job: Job, pod: DesiredPod) -> None: ...
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The children of one job that the cluster holds, keyed by (kind, name).
+
+    `absent_kinds` lists child kinds whose CRD the cluster does not serve (PodGroup without the
+    T9k scheduler, TensorBoard): the planner leaves them out and says so in a condition.
+    """
+
+    objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
+    absent_kinds: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, objects: Iterable[Obj], absent_kinds: Iterable[str] = ()) -> Observed:
+        return cls({object_key(o): o for o in objects}, frozenset(absent_kinds))
+
+    def get(self, kind: str, name: str) -> Obj | None:
+        return self.objects.get((kind, name))
+
+    def pods(self) -> list[Obj]:
+        return [o for (kind, _), o in sorted(self.objects.items()) if kind == "Pod"]
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A child to delete; `uid` is a precondition, so a newer object of that name survives."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a reconcile must do. Applied in order: status, deletions, updates, creations."""
+
+    status: JobStatus
+    status_changed: bool
+    create: Sequence[Obj] = ()
+    update: Sequence[Obj] = ()
+    delete: Sequence[ObjectRef] = ()
+    events: Sequence[Event] = ()
+    # Reconcile again after this many seconds even if nothing changes (deadlines).
+    requeue_after: float | None = None

@@ -1,0 +1,34 @@
+# Shared settings for hack/cluster/*.sh. Source it; do not run it.
+# shellcheck shell=bash
+
+CLUSTER_HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CLUSTER_GOMOD_DIR="$CLUSTER_HACK_DIR/gomod"
+
+# Cache root for the built binaries (outside the repo). T9KJOBS_CACHE overrides it.
+T9KJOBS_CACHE="${T9KJOBS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/t9kjobs}"
+# Runtime dir of the cluster (certs, kubeconfigs, pids, logs, etcd data).
+T9KJOBS_CLUSTER_DIR="${T9KJOBS_CLUSTER_DIR:-$T9KJOBS_CACHE/cluster}"
+
+# Version of one module required by the wrapper go.mod (e.g. k8s.io/kubernetes -> v1.36.3).
+cluster_mod_version() {
+	awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$CLUSTER_GOMOD_DIR/go.mod"
+}
+
+K8S_VERSION="$(cluster_mod_version k8s.io/kubernetes)"
+KWOK_VERSION="$(cluster_mod_version sigs.k8s.io/kwok)"
+ETCD_VERSION="$(cluster_mod_version go.etcd.io/etcd/server/v3)"
+# One directory per combination of versions; a version bump builds into a new one.
+CLUSTER_BIN_VERSION="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}"
+CLUSTER_BIN_DIR="${T9KJOBS_BIN_DIR:-$T9KJOBS_CACHE/bin/$CLUSTER_BIN_VERSION}"
+CLUSTER_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+
+cluster_log() { printf '[cluster] %s\n' "$*" >&2; }
+cluster_die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
+
+cluster_bins_present() {
+	local b
+	[[ -f "$CLUSTER_BIN_DIR/BUILD_INFO" ]] || return 1
+	for b in "${CLUSTER_BINARIES[@]}"; do
+		[[ -x "$CLUSTER_BIN_DIR/$b" ]] || return 1
+	done
+}

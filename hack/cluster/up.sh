@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# Start the local test control plane on 127.0.0.1:
+#   etcd, kube-apiserver (Node,RBAC), kube-controller-manager, kube-scheduler and kwok
+#   managing $T9KJOBS_NODES (default 4) fake nodes.
+# Builds the binaries first when they are missing (hack/cluster/build.sh).
+# Returns when the API server is ready and every fake node is Ready without taints.
+# Admin kubeconfig: $T9KJOBS_CLUSTER_DIR/kubeconfig (default ~/.cache/t9kjobs/cluster).
+# Ports and paths: $T9KJOBS_CLUSTER_DIR/cluster.env.
+# Does nothing when a cluster is already running at that dir. Stop it with down.sh.
+#
+# Environment:
+#   T9KJOBS_CACHE, T9KJOBS_CLUSTER_DIR       where binaries / cluster state live
+#   T9KJOBS_NODES (4), T9KJOBS_NODE_GPUS (8), T9KJOBS_NODE_CPU (32), T9KJOBS_NODE_MEMORY (256Gi),
+#   T9KJOBS_NODE_PODS (110)                  fake node shape
+#   T9KJOBS_ETCD_PORT, T9KJOBS_ETCD_PEER_PORT, T9KJOBS_APISERVER_PORT, T9KJOBS_KCM_PORT,
+#   T9KJOBS_SCHEDULER_PORT                   fixed ports (default: free ones picked at start)
+#   T9KJOBS_UP_TIMEOUT (180)                 seconds to wait for each readiness step
+set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+D="$T9KJOBS_CLUSTER_DIR"
+NODES="${T9KJOBS_NODES:-4}"
+TIMEOUT="${T9KJOBS_UP_TIMEOUT:-180}"
+SERVICE_CIDR="10.96.0.0/16"
+SERVICE_IP="10.96.0.1" # first IP of SERVICE_CIDR: the `kubernetes` Service
+POD_CIDR="10.244.0.0/16"
+
+command -v openssl >/dev/null || cluster_die "openssl is required (apt-get install openssl)"
+command -v python3 >/dev/null || cluster_die "python3 is required"
+
+BIN="$("$CLUSTER_HACK_DIR/build.sh")"
+
+mkdir -p "$D"
+exec 8>"$D/.lock"
+flock 8
+
+if "$CLUSTER_HACK_DIR/status.sh" >/dev/null 2>&1; then
+	cluster_log "already running at $D (kubeconfig: $D/kubeconfig)"
+	exit 0
+fi
+if compgen -G "$D/pids/*.pid" >/dev/null; then
+	cluster_log "stale cluster state at $D: cleaning it up first"
+	T9KJOBS_DOWN_NOLOCK=1 "$CLUSTER_HACK_DIR/down.sh"
+fi
+
+ok=0
+on_exit() {
+	if [[ $ok == 0 ]]; then
+		cluster_log "start failed; last lines of the logs in $D/logs:"
+		for f in "$D"/logs/*.log; do
+			[[ -f "$f" ]] || continue
+			echo "----- $f" >&2
+			tail -n 15 "$f" >&2
+		done
+		T9KJOBS_DOWN_NOLOCK=1 "$CLUSTER_HACK_DIR/down.sh" >&2 || true
+	fi
+}
+trap on_exit EXIT
+
+rm -rf "$D/pki" "$D/pids" "$D/etcd-data" "$D/logs" "$D/kwok-home"
+mkdir -p "$D/pki" "$D/pids" "$D/logs" "$D/kwok-home"
+chmod 700 "$D/pki"
+
+# ---------------------------------------------------------------- ports
+read -r P_ETCD P_ETCD_PEER P_API P_KCM P_SCHED < <(python3 - <<'EOF'
+import socket
+socks = []
+for _ in range(5):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(*(s.getsockname()[1] for s in socks))
+EOF
+)
+P_ETCD="${T9KJOBS_ETCD_PORT:-$P_ETCD}"
+P_ETCD_PEER="${T9KJOBS_ETCD_PEER_PORT:-$P_ETCD_PEER}"
+P_API="${T9KJOBS_APISERVER_PORT:-$P_API}"
+P_KCM="${T9KJOBS_KCM_PORT:-$P_KCM}"
+P_SCHED="${T9KJOBS_SCHEDULER_PORT:-$P_SCHED}"
+SERVER="https://127.0.0.1:$P_API"
+
+# ---------------------------------------------------------------- certificates
+cluster_log "generating certificates in $D/pki"
+P="$D/pki"
+newkey() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+newkey "$P/ca.key"
+openssl req -x509 -new -key "$P/ca.key" -subj "/CN=t9kjobs-test-ca" -days 3650 \
+	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+	-out "$P/ca.crt" 2>/dev/null
+# sign NAME SUBJECT EXTENDED_KEY_USAGE [SAN]
+sign() {
+	local name=$1 subj=$2 eku=$3 san=${4:-}
+	newkey "$P/$name.key"
+	openssl req -new -key "$P/$name.key" -subj "$subj" -out "$P/$name.csr" 2>/dev/null
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=$eku"
+		[[ -n "$san" ]] && echo "subjectAltName=$san"
+	} >"$P/$name.ext"
+	openssl x509 -req -in "$P/$name.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial \
+		-days 3650 -extfile "$P/$name.ext" -out "$P/$name.crt" 2>/dev/null
+	rm -f "$P/$name.csr" "$P/$name.ext"
+}
+sign apiserver "/CN=kube-apiserver" serverAuth \
+	"IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+sign admin "/O=system:masters/CN=t9kjobs-admin" clientAuth
+sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
+# kwok writes node and pod status, node leases and deletes pods on behalf of every fake
+# kubelet; like kwokctl, we give it cluster-admin rights (it is test infrastructure).
+sign kwok "/O=system:masters/CN=kwok-controller" clientAuth
+# Service-account token signing key.
+newkey "$P/sa.key"
+openssl pkey -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null
+
+# kubeconfig FILE USER
+kubeconfig() {
+	local file=$1 user=$2
+	cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: t9kjobs
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $(base64 -w0 <"$P/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 <"$P/$user.crt")
+    client-key-data: $(base64 -w0 <"$P/$user.key")
+contexts:
+- name: t9kjobs
+  context:
+    cluster: t9kjobs
+    user: $user
+current-context: t9kjobs
+EOF
+	chmod 600 "$file"
+}
+kubeconfig "$D/kubeconfig" admin
+kubeconfig "$D/kube-controller-manager.kubeconfig" kube-controller-manager
+kubeconfig "$D/kube-scheduler.kubeconfig" kube-scheduler
+kubeconfig "$D/kwok.kubeconfig" kwok
+
+cat >"$D/cluster.env" <<EOF
+# Written by hack/cluster/up.sh; read by tests/e2e/conftest.py and down.sh.
+CLUSTER_DIR=$D
+BIN_DIR=$BIN
+KUBECONFIG=$D/kubeconfig
+APISERVER_URL=$SERVER
+APISERVER_PORT=$P_API
+ETCD_PORT=$P_ETCD
+ETCD_PEER_PORT=$P_ETCD_PEER
+KCM_PORT=$P_KCM
+SCHEDULER_PORT=$P_SCHED
+SERVICE_CIDR=$SERVICE_CIDR
+POD_CIDR=$POD_CIDR
+NODES=$NODES
+EOF
+
+# ---------------------------------------------------------------- processes
+# start NAME BINARY ARGS...: own session (so a Ctrl-C of the caller does not reach it),
+# pid file written by the process itself before it execs the binary.
+start() {
+	local name=$1
+	shift
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$D/pids/$name.pid" "$@" \
+		</dev/null >"$D/logs/$name.log" 2>&1 8>&- &
+	local i
+	for i in $(seq 50); do [[ -s "$D/pids/$name.pid" ]] && break; sleep 0.1; done
+	cluster_log "started $name (pid $(cat "$D/pids/$name.pid"))"
+}
+alive() {
+	local pid
+	pid=$(cat "$D/pids/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null
+}
+# wait_for DESCRIPTION COMPONENT COMMAND...: poll COMMAND until it succeeds; fail early when
+# COMPONENT died.
+wait_for() {
+	local desc=$1 comp=$2 deadline=$((SECONDS + TIMEOUT))
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		alive "$comp" || cluster_die "$comp exited while waiting for: $desc (see $D/logs/$comp.log)"
+		((SECONDS < deadline)) || cluster_die "timed out after ${TIMEOUT}s waiting for: $desc"
+		sleep 0.5
+	done
+	cluster_log "ready: $desc"
+}
+KUBECTL=("$BIN/kubectl" --kubeconfig "$D/kubeconfig")
+
+start etcd "$BIN/etcd" \
+	--name=t9kjobs \
+	--data-dir="$D/etcd-data" \
+	--listen-client-urls="http://127.0.0.1:$P_ETCD" \
+	--advertise-client-urls="http://127.0.0.1:$P_ETCD" \
+	--listen-peer-urls="http://127.0.0.1:$P_ETCD_PEER" \
+	--initial-advertise-peer-urls="http://127.0.0.1:$P_ETCD_PEER" \
+	--initial-cluster="t9kjobs=http://127.0.0.1:$P_ETCD_PEER" \
+	--auto-compaction-retention=1 \
+	--unsafe-no-fsync=true \
+	--log-level=warn
+etcd_healthy() { python3 -c 'import sys,urllib.request; sys.exit(0 if b"true" in urllib.request.urlopen(sys.argv[1], timeout=2).read() else 1)' "http://127.0.0.1:$P_ETCD/health"; }
+wait_for "etcd on 127.0.0.1:$P_ETCD" etcd etcd_healthy
+
+start kube-apiserver "$BIN/kube-apiserver" \
+	--bind-address=127.0.0.1 \
+	--advertise-address=127.0.0.1 \
+	--secure-port="$P_API" \
+	--etcd-servers="http://127.0.0.1:$P_ETCD" \
+	--authorization-mode=Node,RBAC \
+	--client-ca-file="$P/ca.crt" \
+	--tls-cert-file="$P/apiserver.crt" \
+	--tls-private-key-file="$P/apiserver.key" \
+	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+	--service-account-key-file="$P/sa.pub" \
+	--service-account-signing-key-file="$P/sa.key" \
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--endpoint-reconciler-type=none \
+	--allow-privileged=true \
+	--profiling=false \
+	--v=1
+wait_for "kube-apiserver on $SERVER" kube-apiserver "${KUBECTL[@]}" get --raw /readyz
+
+start kube-controller-manager "$BIN/kube-controller-manager" \
+	--kubeconfig="$D/kube-controller-manager.kubeconfig" \
+	--authentication-kubeconfig="$D/kube-controller-manager.kubeconfig" \
+	--authorization-kubeconfig="$D/kube-controller-manager.kubeconfig" \
+	--bind-address=127.0.0.1 \
+	--secure-port="$P_KCM" \
+	--leader-elect=false \
+	--use-service-account-credentials=true \
+	--service-account-private-key-file="$P/sa.key" \
+	--root-ca-file="$P/ca.crt" \
+	--profiling=false \
+	--v=1
+
+start kube-scheduler "$BIN/kube-scheduler" \
+	--kubeconfig="$D/kube-scheduler.kubeconfig" \
+	--authentication-kubeconfig="$D/kube-scheduler.kubeconfig" \
+	--authorization-kubeconfig="$D/kube-scheduler.kubeconfig" \
+	--bind-address=127.0.0.1 \
+	--secure-port="$P_SCHED" \
+	--leader-elect=false \
+	--profiling=false \
+	--v=1
+
+# HOME is pointed into the cluster dir so a ~/.kwok/kwok.yaml of the user is not loaded.
+start kwok env HOME="$D/kwok-home" "$BIN/kwok" \
+	--kubeconfig="$D/kwok.kubeconfig" \
+	--config="$CLUSTER_HACK_DIR/stages/node.yaml" \
+	--config="$CLUSTER_HACK_DIR/stages/pod.yaml" \
+	--manage-all-nodes=false \
+	--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+	--node-ip=127.0.0.1 \
+	--cidr="$POD_CIDR" \
+	--node-lease-duration-seconds=40
+
+# ---------------------------------------------------------------- fake nodes
+{
+	for i in $(seq 0 $((NODES - 1))); do
+		cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    type: kwok
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    node.kubernetes.io/instance-type: kwok-gpu
+status:
+EOF
+		for field in allocatable capacity; do
+			cat <<EOF
+  $field:
+    cpu: "${T9KJOBS_NODE_CPU:-32}"
+    memory: ${T9KJOBS_NODE_MEMORY:-256Gi}
+    ephemeral-storage: 1Ti
+    pods: "${T9KJOBS_NODE_PODS:-110}"
+    nvidia.com/gpu: "${T9KJOBS_NODE_GPUS:-8}"
+EOF
+		done
+	done
+} >"$D/nodes.yaml"
+# Created (with their status) by the admin. Retried: kube-apiserver may still be installing
+# its bootstrap policy; nodes that already exist are fine.
+create_nodes() {
+	"${KUBECTL[@]}" create -f "$D/nodes.yaml" || true
+	[[ $("${KUBECTL[@]}" get nodes -l type=kwok -o name | grep -c .) == "$NODES" ]]
+}
+wait_for "$NODES fake nodes created" kube-apiserver create_nodes
+nodes_ready() {
+	local out
+	out=$("${KUBECTL[@]}" get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.taints}{"\n"}{end}') || return 1
+	[[ $(grep -c . <<<"$out") == "$NODES" ]] || return 1
+	# every line "name True " (Ready, no taints)
+	! grep -qvE '^[^ ]+ True $' <<<"$out"
+}
+wait_for "$NODES fake nodes Ready and untainted" kwok nodes_ready
+sa_ready() { "${KUBECTL[@]}" -n default get serviceaccount default; }
+wait_for "service accounts (kube-controller-manager)" kube-controller-manager sa_ready
+
+ok=1
+cluster_log "cluster is up: export KUBECONFIG=$D/kubeconfig; kubectl is $BIN/kubectl"

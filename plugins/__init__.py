@@ -1,0 +1,1 @@
+"""Bundled framework plugins."""

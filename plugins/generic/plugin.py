@@ -1,0 +1,227 @@
+"""GenericJob: any replica types, per-replica Services, `$(...)` variables, finish rules."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from t9kjobs.hooks import hookimpl
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.models import Job, RestartRule
+from t9kjobs.objects import (
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    DesiredPod,
+    Obj,
+    new_pod,
+    pod_name,
+    service,
+)
+from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec
+from t9kjobs.plugins.generic.substitution import Variables, substitute, unresolved
+from t9kjobs.validation import run_mode_problems
+
+KIND = "GenericJob"
+
+
+@hookimpl
+def t9kjobs_kinds() -> list[KindInfo]:
+    return [
+        KindInfo(
+            kind=KIND,
+            spec_model=GenericJobSpec,
+            plural="genericjobs",
+            short_names=("gj",),
+            description="A general-purpose job: any replica types, finish rules, services.",
+        )
+    ]
+
+
+def _variables(job: Job, spec: GenericJobSpec, replica_type: str, rank: int) -> Variables:
+    ports = {p.name: p.port for p in spec.service.ports} if spec.service is not None else None
+    return Variables(
+        replica_type=replica_type,
+        rank=rank,
+        replicas={s.type: s.replicas for s in spec.replica_specs},
+        job_name=job.name,
+        ports=ports,
+    )
+
+
+def _texts(template: Obj) -> list[tuple[str, str]]:
+    """(field path within the template, text) of every command, arg and env value."""
+    out = []
+    spec = template.get("spec") or {}
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(group) or []):
+            for key in ("command", "args"):
+                for j, text in enumerate(c.get(key) or []):
+                    out.append((f"spec.{group}[{i}].{key}[{j}]", str(text)))
+            for j, env in enumerate(c.get("env") or []):
+                if "value" in env:
+                    out.append((f"spec.{group}[{i}].env[{j}].value", str(env["value"])))
+    return out
+
+
+def _substituted(template: Obj, v: Variables) -> Obj:
+    template = copy.deepcopy(template)
+    for group in ("initContainers", "containers"):
+        for c in (template.get("spec") or {}).get(group) or []:
+            for key in ("command", "args"):
+                if c.get(key):
+                    c[key] = [substitute(str(t), v) for t in c[key]]
+            for env in c.get("env") or []:
+                if "value" in env:
+                    env["value"] = substitute(str(env["value"]), v)
+    return template
+
+
+def _rule_problems(rules: list[FinishRule], field: str, sizes: dict[str, int]) -> list[Problem]:
+    out = []
+    for i, rule in enumerate(rules):
+        if not rule:
+            out.append(Problem(f"spec.{field}[{i}]", "a rule must name at least one replica type"))
+        for rtype, indices in rule.items():
+            if rtype not in sizes:
+                out.append(
+                    Problem(f"spec.{field}[{i}].{rtype}", f"no replica type {rtype!r} in the job")
+                )
+                continue
+            for j, index in enumerate(indices):
+                if not 0 <= index < sizes[rtype]:
+                    out.append(
+                        Problem(
+                            f"spec.{field}[{i}].{rtype}[{j}]",
+                            f"index {index} is out of range: {rtype} has {sizes[rtype]} replicas",
+                        )
+                    )
+    return out
+
+
+@hookimpl
+def t9kjobs_validate(job: Job) -> list[Problem]:
+    spec = job.spec_as(GenericJobSpec)
+    sizes = {s.type: s.replicas for s in spec.replica_specs}
+    problems = _rule_problems(spec.success_rules, "successRules", sizes)
+    problems += _rule_problems(spec.failure_rules, "failureRules", sizes)
+    for i, rs in enumerate(spec.replica_specs):
+        if not (rs.template.get("spec") or {}).get("containers"):
+            problems.append(
+                Problem(
+                    f"spec.replicaSpecs[{i}].template.spec.containers", "at least one container"
+                )
+            )
+        v = _variables(job, spec, rs.type, 0)
+        for path, text in _texts(rs.template):
+            for var in unresolved(text, v):
+                hint = (
+                    " (the job has no spec.service)"
+                    if "service" in var and not spec.service
+                    else ""
+                )
+                problems.append(
+                    Problem(
+                        f"spec.replicaSpecs[{i}].template.{path}",
+                        f"cannot resolve {var}{hint}",
+                    )
+                )
+    if spec.service is not None:
+        names = [p.name for p in spec.service.ports]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(Problem("spec.service.ports", f"port name {dup!r} is repeated"))
+    problems += run_mode_problems(spec.run_mode, sizes)
+    return problems
+
+
+@hookimpl
+def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
+    spec = job.spec_as(GenericJobSpec)
+    pods = []
+    for rs in spec.replica_specs:
+        for rank in range(rs.replicas):
+            template = _substituted(rs.template, _variables(job, spec, rs.type, rank))
+            pods.append(
+                DesiredPod(
+                    replica_type=rs.type,
+                    index=rank,
+                    restart=RestartRule.of(rs.restart_policy),
+                    manifest=new_pod(job, rs.type, rank, template),
+                )
+            )
+    return pods
+
+
+@hookimpl
+def t9kjobs_build_launch_command() -> None:
+    return None  # a GenericJob runs its containers' own commands
+
+
+@hookimpl
+def t9kjobs_build_objects(job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
+    spec = job.spec_as(GenericJobSpec)
+    if spec.service is None or not spec.service.ports:
+        return []
+    ports = []
+    for p in spec.service.ports:
+        port: Obj = {"name": p.name, "port": p.port, "targetPort": p.target_port or p.port}
+        if p.protocol:
+            port["protocol"] = p.protocol
+        ports.append(port)
+    return [
+        service(
+            job,
+            pod_name(job.name, pod.replica_type, pod.index),
+            {LABEL_REPLICA_TYPE: pod.replica_type, LABEL_REPLICA_INDEX: str(pod.index)},
+            ports,
+        )
+        for pod in pods
+    ]
+
+
+def _rule_holds(rule: FinishRule, states: dict[tuple[str, int], ReplicaState], ok: str) -> bool:
+    wanted = [(t, i) for t, indices in rule.items() for i in indices]
+    if not wanted:
+        return False
+    for key in wanted:
+        state = states.get(key)
+        if state is None:
+            return False
+        if ok == "succeeded" and not state.succeeded:
+            return False
+        if ok == "failed" and not state.failed_for_good:
+            return False
+    return True
+
+
+@hookimpl
+def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdict | None:
+    spec = job.spec_as(GenericJobSpec)
+    by_key = {(r.replica_type, r.index): r for r in replicas}
+    failed = [r for r in replicas if r.failed_for_good]
+    for i, rule in enumerate(spec.failure_rules):
+        if _rule_holds(rule, by_key, "failed"):
+            return Verdict(
+                "Failed", "FailureRuleMatched", _failed_message(failed, f"failureRules[{i}]")
+            )
+    if not spec.failure_rules and failed:
+        return Verdict("Failed", "ReplicaFailed", _failed_message(failed, None))
+    for i, rule in enumerate(spec.success_rules):
+        if _rule_holds(rule, by_key, "succeeded"):
+            return Verdict("Succeeded", "SuccessRuleMatched", f"successRules[{i}] is fulfilled")
+    if not spec.success_rules and replicas and all(r.succeeded for r in replicas):
+        return Verdict("Succeeded", "AllSucceeded", "all replicas succeeded")
+    if replicas and all(r.final for r in replicas):
+        return Verdict(
+            "Failed",
+            "NoRuleMatched",
+            "every replica finished but no success or failure rule is fulfilled",
+        )
+    return None
+
+
+def _failed_message(failed: list[ReplicaState], rule: str | None) -> str:
+    parts = [
+        f"{r.name} failed" + (f" with exit code {r.exit_code}" if r.exit_code is not None else "")
+        for r in failed
+    ]
+    return "; ".join(parts) + (f" ({rule} is fulfilled)" if rule else "")

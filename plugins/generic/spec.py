@@ -1,0 +1,82 @@
+"""The GenericJob spec, per the GenericJob API reference (every field)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from t9kjobs.models import (
+    ApiModel,
+    CleanUpPolicy,
+    JobSpec,
+    Lifecycle,
+    ReplicaSpec,
+    RunMode,
+    SchedulePolicy,
+)
+
+__all__ = ["FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
+
+# `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
+FinishRule = dict[str, list[int]]
+
+
+class ServicePort(ApiModel):
+    """A port of the per-replica Services."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15, description="Port name."
+    )
+    port: int = Field(ge=1, le=65535, description="Port the Service serves.")
+    target_port: int | str | None = Field(default=None, description="Container port; = port.")
+    protocol: str | None = Field(default=None, description="TCP (default), UDP or SCTP.")
+
+
+class ServiceOption(ApiModel):
+    """Create one Service per replica, named `<job>-<type>-<index>`, with these ports."""
+
+    ports: list[ServicePort] = Field(default_factory=list, description="Ports of the Services.")
+
+
+class GenericJobSpec(JobSpec):
+    """A general-purpose job: any replica types, success and failure decided by rules."""
+
+    success_rules: list[FinishRule] = Field(
+        default_factory=list,
+        description="The job succeeds when every replica named by any one rule succeeded."
+        " Without rules: when every replica succeeded.",
+    )
+    failure_rules: list[FinishRule] = Field(
+        default_factory=list,
+        description="The job fails when every replica named by any one rule failed for good."
+        " Without rules: when any replica failed for good.",
+    )
+    service: ServiceOption | None = Field(
+        default=None, description="Per-replica Services; none are created when unset."
+    )
+    run_mode: RunMode | None = Field(default=None, description="Immediate (default), debug, pause.")
+    clean_up_policy: CleanUpPolicy = Field(
+        default="None",
+        description="Pods deleted when the job finishes: All, Unfinished (still pending or"
+        " running) or None (default).",
+    )
+    scheduler: SchedulePolicy | None = Field(default=None, description="Scheduler of the pods.")
+    replica_specs: list[ReplicaSpec] = Field(
+        min_length=1, description="The replica types of the job; at least one."
+    )
+
+    @field_validator("replica_specs")
+    @classmethod
+    def _unique_types(cls, specs: list[ReplicaSpec]) -> list[ReplicaSpec]:
+        types = [s.type for s in specs]
+        dupes = sorted({t for t in types if types.count(t) > 1})
+        if dupes:
+            raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+        return specs
+
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(
+            run_mode=self.run_mode or RunMode(),
+            backoff_limit=None,  # GenericJob limits restarts per replica only
+            active_deadline_seconds=None,
+            clean_up_policy=self.clean_up_policy,
+            scheduler=self.scheduler,
+        )
