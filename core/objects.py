@@ -9,6 +9,8 @@ garbage-collects every child).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ from t9kjobs.models import Job, RestartRule
 
 __all__ = [
     "ANNOTATION_INCARNATION",
+    "ANNOTATION_SPEC_HASH",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
@@ -33,6 +36,7 @@ __all__ = [
     "secret",
     "service",
     "set_env",
+    "spec_hash",
 ]
 
 Obj = dict[str, Any]
@@ -43,6 +47,8 @@ LABEL_REPLICA_TYPE = "tensorstack.dev/replica-type"
 LABEL_REPLICA_INDEX = "tensorstack.dev/replica-index"
 # Which incarnation of a replica a pod is: 0 for the first pod, n after n restarts.
 ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
+# A digest of the pod spec the engine created the pod from.
+ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
 
 
 @dataclass
@@ -57,11 +63,20 @@ class DesiredPod:
     training_container: str | None = None
     # Debug-mode command when the kind's default does not fit this replica.
     debug_command: list[str] | None = None
+    # Replace the running pod when its desired spec changes (e.g. a launcher whose hostfile
+    # changed with the worker count). Other pods keep running as created.
+    recreate_on_change: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return str(self.manifest["metadata"]["name"])
+
+
+def spec_hash(pod: Obj) -> str:
+    """A short digest of a pod's spec, stable across processes and Python versions."""
+    text = json.dumps(pod.get("spec") or {}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def pod_name(job_name: str, replica_type: str, index: int) -> str:

@@ -25,7 +25,14 @@ from t9kjobs.models import (
     ReplicaStatus,
     TaskStatus,
 )
-from t9kjobs.objects import ANNOTATION_INCARNATION, LABEL_REPLICA_TYPE, DesiredPod, Obj
+from t9kjobs.objects import (
+    ANNOTATION_INCARNATION,
+    ANNOTATION_SPEC_HASH,
+    LABEL_REPLICA_TYPE,
+    DesiredPod,
+    Obj,
+    spec_hash,
+)
 from t9kjobs.planner.conditions import parse_time, rfc3339, set_condition
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.replicas import Assessment, assess, exit_code_of, pod_state
@@ -200,12 +207,24 @@ def _running(
     deletes: list[ObjectRef] = []
     events: list[Event] = []
 
+    restarting = {d.name for d, _ in found.restart}
     for desired in pods:
-        if desired.name not in pods_by_name:
-            manifest = desired.manifest
+        manifest = desired.manifest
+        digest = spec_hash(manifest)
+        current = pods_by_name.get(desired.name)
+        if current is None:
             annotations = manifest["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
+            annotations[ANNOTATION_SPEC_HASH] = digest
             creates.append(manifest)
+        elif (
+            desired.recreate_on_change
+            and desired.name not in restarting
+            and not current["metadata"].get("deletionTimestamp")
+            and (current["metadata"].get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != digest
+        ):
+            deletes.append(_ref(current))
+            events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
     for desired, pod in found.restart:
         deletes.append(_ref(pod))
         code = exit_code_of(pod, desired.training_container)
