@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+
+from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.loading import JobError, load_documents, load_job
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.render import render_job
@@ -106,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list the loaded plugins and the kinds they serve")
     p.set_defaults(func=_cmd_plugins)
+
+    add_operator_parser(sub)
     return parser
 
 

@@ -67,8 +67,10 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     debugging = life.run_mode.debugging
     if verdict is None and not debugging:
         verdict = hooks.compute_status(job, found.states)
-    if verdict is None and found.backoff_exceeded is not None and not debugging:
-        verdict = _backoff_verdict(found.backoff_exceeded, life)
+        exceeded = found.backoff_exceeded
+        if exceeded is not None and (verdict is None or verdict.outcome == "Failed"):
+            # Restarts exhausted fail the job whatever the framework would wait for.
+            verdict = _backoff_verdict(exceeded, life)
     if verdict is not None:
         return _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
     return _running(

@@ -1,0 +1,73 @@
+"""`t9kjobs operator`: run the controller for every kind of every installed plugin."""
+
+from __future__ import annotations
+
+import argparse
+
+from t9kjobs.manager import PluginManager
+
+__all__ = ["add_operator_parser"]
+
+
+def _run(args: argparse.Namespace, manager: PluginManager) -> int:
+    # Imported here: the CLI's offline commands must not pay for the controller's imports.
+    from t9kjobs.controller.logs import configure_logging
+    from t9kjobs.controller.operator import Operator, Options
+
+    configure_logging(args.log_level, args.log_format)
+    namespaces = [n for value in args.namespace for n in value.split(",") if n]
+    options = Options(
+        kubeconfig=args.kubeconfig,
+        namespaces=namespaces,
+        workers=args.workers,
+        qps=args.qps,
+        burst=args.burst,
+        leader_elect=args.leader_elect,
+        leader_election_namespace=args.leader_election_namespace,
+        leader_election_id=args.leader_election_id,
+        metrics_address=args.metrics_bind_address,
+        health_address=args.health_probe_bind_address,
+        identity=args.identity,
+    )
+    return Operator(options, manager).run()
+
+
+def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "operator",
+        help="run the controller",
+        description="Run the controller. Without --kubeconfig: $KUBECONFIG, else ~/.kube/config,"
+        " else the in-cluster config. Watches all namespaces unless --namespace is given.",
+    )
+    p.add_argument("--kubeconfig", help="path of a kubeconfig file")
+    p.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="watch only these namespaces (repeatable, or comma-separated)",
+    )
+    p.add_argument("--workers", type=int, default=8, help="concurrent reconciles (default 8)")
+    p.add_argument("--qps", type=float, default=50.0, help="client QPS to the API server (50)")
+    p.add_argument("--burst", type=int, default=100, help="client burst (default 100)")
+    p.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease")
+    p.add_argument(
+        "--leader-election-namespace",
+        default="",
+        help="namespace of the Lease (default: the pod's own namespace, else default)",
+    )
+    p.add_argument("--leader-election-id", default="t9k-jobs-operator", help="name of the Lease")
+    p.add_argument("--identity", default="", help="leader election identity (default host_pid)")
+    p.add_argument(
+        "--metrics-bind-address",
+        default="127.0.0.1:8080",
+        help="address of /metrics (host:port; :port for all interfaces; port 0 disables)",
+    )
+    p.add_argument(
+        "--health-probe-bind-address",
+        default="127.0.0.1:8081",
+        help="address of /healthz and /readyz (host:port; port 0 disables)",
+    )
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-format", default="json", choices=("json", "text"))
+    p.set_defaults(func=_run)

@@ -1,0 +1,226 @@
+"""List+watch of one resource into an in-memory store, with handlers for every change.
+
+A reconcile reads only these stores: no LIST per reconcile. A watch resumes from the last
+resourceVersion seen (bookmarks keep it fresh); a 410 Gone means the server no longer has that
+history, and the informer lists again, telling handlers about anything that changed or vanished.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from t9kjobs.controller.resources import Resource
+from t9kjobs.controller.transport import ApiError, Transport
+
+__all__ = ["Informer", "Store", "newer"]
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name)
+Handler = Callable[[str, Obj], None]  # (event type, object)
+
+log = logging.getLogger("t9kjobs.informer")
+
+
+def newer(candidate: Obj, current: Obj | None) -> bool:
+    """Whether `candidate` is at least as new as `current` (resourceVersions are etcd revisions
+    in practice; when they are not numbers, trust arrival order)."""
+    if current is None:
+        return True
+    a = candidate["metadata"].get("resourceVersion", "")
+    b = current["metadata"].get("resourceVersion", "")
+    if a.isdigit() and b.isdigit():
+        return int(a) >= int(b)
+    return True
+
+
+class Store:
+    """Objects by (namespace, name), with an index of children by controller owner uid."""
+
+    def __init__(self) -> None:
+        self._objects: dict[Key, Obj] = {}
+        self._by_owner: dict[str, set[Key]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(obj: Obj) -> Key:
+        meta = obj["metadata"]
+        return meta.get("namespace", ""), meta["name"]
+
+    @staticmethod
+    def owner_uid(obj: Obj) -> str | None:
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if ref.get("controller"):
+                return str(ref.get("uid"))
+        return None
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            return self._objects.get((namespace, name))
+
+    def put(self, obj: Obj, *, force: bool = False) -> bool:
+        """Store `obj` unless the store already holds a newer version; True if stored."""
+        key = self.key(obj)
+        with self._lock:
+            current = self._objects.get(key)
+            if not force and not newer(obj, current):
+                return False
+            if current is not None:
+                self._unindex(key, current)
+            self._objects[key] = obj
+            uid = self.owner_uid(obj)
+            if uid:
+                self._by_owner.setdefault(uid, set()).add(key)
+            return True
+
+    def remove(self, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            current = self._objects.pop((namespace, name), None)
+            if current is not None:
+                self._unindex((namespace, name), current)
+            return current
+
+    def _unindex(self, key: Key, obj: Obj) -> None:
+        uid = self.owner_uid(obj)
+        if uid and uid in self._by_owner:
+            self._by_owner[uid].discard(key)
+            if not self._by_owner[uid]:
+                del self._by_owner[uid]
+
+    def owned_by(self, uid: str) -> list[Obj]:
+        with self._lock:
+            return [self._objects[k] for k in sorted(self._by_owner.get(uid, ()))]
+
+    def all(self) -> list[Obj]:
+        with self._lock:
+            return list(self._objects.values())
+
+    def replace(
+        self, objects: Iterable[Obj], namespace: str | None = None
+    ) -> tuple[list[Obj], list[Obj]]:
+        """Swap in a fresh listing of `namespace` (None: all namespaces); returns (objects that
+        changed or appeared, objects gone). Informers of several namespaces share one store."""
+        fresh = {self.key(o): o for o in objects}
+        with self._lock:
+            old = {k: o for k, o in self._objects.items() if namespace in (None, k[0])}
+        changed = [
+            o
+            for k, o in fresh.items()
+            if k not in old
+            or old[k]["metadata"].get("resourceVersion") != o["metadata"].get("resourceVersion")
+        ]
+        gone = [o for k, o in old.items() if k not in fresh]
+        for o in gone:
+            self.remove(*self.key(o))
+        for o in fresh.values():
+            self.put(o, force=True)
+        return changed, gone
+
+
+class Informer:
+    """Keeps a Store in sync with one resource (in one namespace, or all) in a thread."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        resource: Resource,
+        handler: Handler,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 300,
+        store: Store | None = None,
+    ) -> None:
+        self.transport = transport
+        self.resource = resource
+        self.store = store if store is not None else Store()
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self._handler = handler
+        self._watch_timeout = watch_timeout
+        self._rv = ""
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name=f"informer-{self.resource.plural}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _list(self) -> None:
+        answer = self.transport.request(
+            "GET",
+            self.resource.path(self.namespace),
+            query={"labelSelector": self.label_selector, "resourceVersion": "0"},
+            timeout=120,
+        )
+        items = answer.get("items") or []
+        for item in items:  # list items carry no kind; the handlers want complete objects
+            item.setdefault("kind", self.resource.kind)
+            item.setdefault("apiVersion", self.resource.api_version)
+        changed, gone = self.store.replace(items, self.namespace)
+        self._rv = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        self.synced.set()
+        for obj in changed:
+            self._handler("ADDED", obj)
+        for obj in gone:
+            self._handler("DELETED", obj)
+
+    def _watch(self) -> None:
+        query = {
+            "watch": "1",
+            "resourceVersion": self._rv,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_timeout),
+            "labelSelector": self.label_selector,
+        }
+        for event in self.transport.stream(
+            self.resource.path(self.namespace), query, timeout=self._watch_timeout + 30
+        ):
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                status = obj.get("code", 0)
+                raise ApiError(int(status), obj)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            if rv:
+                self._rv = rv
+            if kind == "BOOKMARK":
+                continue
+            if kind == "DELETED":
+                self.store.remove(*Store.key(obj))
+            else:
+                self.store.put(obj)
+            self._handler(str(kind), obj)
+            if self._stop.is_set():
+                return
+
+    def _run(self) -> None:
+        backoff = 1.0
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch()
+                backoff = 1.0
+            except ApiError as exc:
+                if exc.status == 410:
+                    log.info("watch of %s expired (410 Gone); listing again", self.resource.plural)
+                    need_list = True
+                    continue
+                log.warning("watch of %s failed: %s", self.resource.plural, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            except Exception as exc:  # network errors: resume the watch after a pause
+                log.warning("watch of %s interrupted: %s", self.resource.plural, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)

@@ -1,0 +1,77 @@
+"""Prometheus metrics of the operator, in a registry of its own (tests can run several)."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["Metrics"]
+
+
+class _JobsByPhase(Collector):
+    """`t9kjobs_jobs{kind,phase}`, counted from the informer stores at scrape time."""
+
+    def __init__(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "t9kjobs_jobs", "Jobs by kind and phase.", labels=["kind", "phase"]
+        )
+        for (kind, phase), n in sorted(Tally(self._source()).items()):
+            family.add_metric([kind, phase], n)
+        yield family
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.reconciles = Counter(
+            "t9kjobs_reconciles", "Reconciles by kind and result.", ["kind", "result"], registry=r
+        )
+        self.reconcile_seconds = Histogram(
+            "t9kjobs_reconcile_duration_seconds",
+            "Reconcile duration by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "t9kjobs_workqueue_depth", "Keys waiting in the work queue.", registry=r
+        )
+        self.api_requests = Counter(
+            "t9kjobs_api_requests",
+            "Requests to the API server by verb, resource and status code.",
+            ["verb", "resource", "code"],
+            registry=r,
+        )
+        self.kinds_served = Gauge(
+            "t9kjobs_kind_served",
+            "1 when the kind's CRD is installed and served, 0 when it is skipped.",
+            ["kind"],
+            registry=r,
+        )
+        self.is_leader = Gauge("t9kjobs_leader", "1 while this replica is the leader.", registry=r)
+
+    def watch_jobs(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
+        self.registry.register(_JobsByPhase(source))
+
+    def api_request(self, verb: str, path: str, code: int) -> None:
+        self.api_requests.labels(verb, _resource_of(path), str(code)).inc()
+
+
+def _resource_of(path: str) -> str:
+    """`/api/v1/namespaces/ns/pods/x/status` -> `pods/status`: bounded label values."""
+    parts = [p for p in path.split("/") if p]
+    if "namespaces" in parts:
+        i = parts.index("namespaces")
+        parts = parts[i + 2 :] if len(parts) > i + 2 else ["namespaces"]
+    else:
+        parts = parts[2:] if parts and parts[0] == "api" else parts[3:]
+    if not parts:
+        return "discovery"
+    return parts[0] + (f"/{parts[2]}" if len(parts) > 2 else "")

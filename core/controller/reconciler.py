@@ -1,0 +1,231 @@
+"""One reconcile: read the job and its children from the stores, plan, apply the Plan.
+
+The Plan is applied in the order status -> deletions -> updates -> creations. Writing the status
+first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). Every answer from the
+API server goes straight into the stores, so the next reconcile of the same job sees what this
+one did even before the watch reports it. AlreadyExists, NotFound and Conflict are normal: names
+are deterministic, so a retry can never create a duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from t9kjobs.controller.informer import Store
+from t9kjobs.controller.resources import CHILD_RESOURCES, Resource
+from t9kjobs.controller.transport import ApiError, Transport
+from t9kjobs.kinds import Problem
+from t9kjobs.loading import JobError, check_job, parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import JobStatus, dump
+from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
+from t9kjobs.planner.conditions import rfc3339, set_condition
+from t9kjobs.ssh import fill_generated_secret
+
+__all__ = ["JobKey", "Reconciler"]
+
+Obj = dict[str, Any]
+JobKey = tuple[str, str, str]  # (kind, namespace, name)
+
+log = logging.getLogger("t9kjobs.reconciler")
+
+
+class JobLog(logging.LoggerAdapter[logging.Logger]):
+    """Every line about a job names it: kind, namespace/name."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        kwargs.setdefault("extra", {}).update(self.extra or {})
+        return msg, kwargs
+
+
+class Reconciler:
+    def __init__(
+        self,
+        transport: Transport,
+        manager: PluginManager,
+        job_resources: Mapping[str, Resource],
+        job_stores: Mapping[str, Store],
+        child_stores: Mapping[str, Store],
+        absent_kinds: frozenset[str],
+        identity: str = "t9k-jobs",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.transport = transport
+        self.manager = manager
+        self.job_resources = job_resources
+        self.job_stores = job_stores
+        self.child_stores = child_stores
+        self.absent_kinds = absent_kinds
+        self.identity = identity
+        self.clock = clock
+
+    # -- the reconcile -----------------------------------------------------------------------
+
+    def reconcile(self, key: JobKey) -> float | None:
+        """Bring one job a step closer to its desired state; seconds until it must run again."""
+        kind, namespace, name = key
+        raw = self.job_stores[kind].get(namespace, name)
+        if raw is None or raw["metadata"].get("deletionTimestamp"):
+            return None  # deleted: the garbage collector removes the children
+        jlog = JobLog(log, {"kind": kind, "job": f"{namespace}/{name}"})
+        try:
+            job = parse_job(raw, self.manager)
+            problems = [p for p in check_job(job, self.manager) if p.severity == "error"]
+            if problems:
+                raise JobError(problems)
+        except JobError as exc:
+            self._invalid(key, raw, exc.problems, jlog)
+            return None
+        uid = job.metadata.uid
+        children = [o for store in self.child_stores.values() for o in store.owned_by(uid)]
+        the_plan = plan(
+            job,
+            Observed.of(children, self.absent_kinds),
+            self.clock(),
+            self.manager.hooks_for(kind),
+        )
+        self._apply(key, raw, the_plan, jlog)
+        return the_plan.requeue_after
+
+    def _apply(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
+        namespace = key[1]
+        if the_plan.status_changed:
+            self._write_status(key, raw, dump(the_plan.status))
+            if the_plan.status.phase != (raw.get("status") or {}).get("phase"):
+                jlog.info("phase %s", the_plan.status.phase)
+        for ref in the_plan.delete:
+            self._delete(namespace, ref)
+        for obj in the_plan.update:
+            self._update(namespace, obj)
+        for obj in the_plan.create:
+            self._create(namespace, obj)
+        for event in the_plan.events:
+            self._event(raw, event, jlog)
+        if the_plan.create:
+            jlog.info("created %d object(s)", len(the_plan.create))
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _write_status(self, key: JobKey, raw: Obj, status: Obj) -> None:
+        kind, namespace, name = key
+        body = {**raw, "status": status}
+        answer = self.transport.request(
+            "PUT", self.job_resources[kind].path(namespace, name, "status"), body=body
+        )
+        self.job_stores[kind].put(answer)
+
+    def _store_for(self, kind: str) -> Store | None:
+        return self.child_stores.get(kind)
+
+    def _resource(self, kind: str) -> Resource:
+        return CHILD_RESOURCES[kind]
+
+    def _create(self, namespace: str, obj: Obj) -> None:
+        resource = self._resource(obj["kind"])
+        body = fill_generated_secret(obj)
+        try:
+            answer = self.transport.request("POST", resource.path(namespace), body=body)
+        except ApiError as exc:
+            if exc.status == 409:  # AlreadyExists: an earlier attempt made it
+                return
+            raise
+        store = self._store_for(obj["kind"])
+        if store is not None:
+            store.put(answer)
+
+    def _update(self, namespace: str, obj: Obj) -> None:
+        resource = self._resource(obj["kind"])
+        answer = self.transport.request(
+            "PUT", resource.path(namespace, obj["metadata"]["name"]), body=obj
+        )
+        store = self._store_for(obj["kind"])
+        if store is not None:
+            store.put(answer)
+
+    def _delete(self, namespace: str, ref: ObjectRef) -> None:
+        resource = self._resource(ref.kind)
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        if ref.uid:
+            body["preconditions"] = {"uid": ref.uid}
+        try:
+            answer = self.transport.request("DELETE", resource.path(namespace, ref.name), body=body)
+        except ApiError as exc:
+            if exc.status in (404, 409):  # gone already, or replaced by a newer object
+                return
+            raise
+        store = self._store_for(ref.kind)
+        if store is None:
+            return
+        if answer.get("kind") == ref.kind and (answer.get("metadata") or {}).get(
+            "deletionTimestamp"
+        ):
+            store.put(answer)
+        else:
+            store.remove(namespace, ref.name)
+
+    def _event(self, raw: Obj, event: Event, jlog: JobLog) -> None:
+        meta = raw["metadata"]
+        now = rfc3339(self.clock())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": raw.get("apiVersion"),
+                "kind": raw.get("kind"),
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": event.reason,
+            "message": event.message,
+            "type": event.type,
+            "source": {"component": "t9k-jobs"},
+            "reportingComponent": "t9k-jobs",
+            "reportingInstance": self.identity,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.transport.request(
+                "POST", f"/api/v1/namespaces/{meta['namespace']}/events", body=body
+            )
+        except ApiError as exc:  # an event is worth a log line, never a retry
+            jlog.warning("event %s not recorded: %s", event.reason, exc)
+
+    # -- invalid jobs ------------------------------------------------------------------------
+
+    def _invalid(self, key: JobKey, raw: Obj, problems: list[Problem], jlog: JobLog) -> None:
+        """A job the plugins reject. Before it runs: Failed. Once it runs: its pods are kept,
+        a Degraded condition and an event say why, and it resumes when the spec is fixed."""
+        kind = key[0]
+        model = (
+            self.manager.kind_info(kind).status_model if kind in self.manager.kinds else JobStatus
+        )
+        try:
+            status = model.model_validate(raw.get("status") or {})
+        except ValidationError:
+            status = model()
+        if status.finished:
+            return
+        message = "; ".join(str(p) for p in problems) or "the job is not valid"
+        before = status.model_copy(deep=True)
+        now = rfc3339(self.clock())
+        uid = raw["metadata"].get("uid", "")
+        running = any(store.owned_by(uid) for store in self.child_stores.values())
+        if running:
+            set_condition(status, "Degraded", True, "InvalidSpec", message, now)
+        else:
+            status.phase = "Failed"
+            status.completion_time = now
+            set_condition(status, "Failed", True, "InvalidSpec", message, now)
+        if status != before:
+            jlog.warning("invalid spec: %s", message)
+            self._write_status(key, raw, dump(status))
+            self._event(raw, Event("Warning", "InvalidSpec", message), jlog)

@@ -1,0 +1,179 @@
+"""All HTTP to the API server goes through `Transport`: auth, TLS, client-side rate limiting,
+request metrics. Objects stay plain JSON dicts: building the kubernetes client's model classes
+for every pod would cost more CPU than the whole reconcile.
+
+The kubernetes client package is used only to read kubeconfig / in-cluster configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+__all__ = ["ApiError", "RateLimiter", "Transport", "load_configuration"]
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Obj | str) -> None:
+        self.status = status
+        self.body = body
+        message = body.get("message", "") if isinstance(body, dict) else str(body)[:300]
+        super().__init__(f"HTTP {status}: {message}")
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
+
+
+def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
+    """`kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else the in-cluster config."""
+    cfg = k8s_client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if kubeconfig or os.path.exists(path):
+        k8s_config.load_kube_config(config_file=path, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    else:
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    return cfg
+
+
+class RateLimiter:
+    """A token bucket: `qps` requests a second on average, bursts of up to `burst`."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+                self._last = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                wait = (1 - self._tokens) / self.qps
+            time.sleep(wait)
+
+
+RequestHook = Callable[[str, str, int], None]  # (verb, path, status code)
+
+
+class Transport:
+    def __init__(
+        self,
+        cfg: k8s_client.Configuration,
+        qps: float = 50.0,
+        burst: int = 100,
+        pool_size: int = 32,
+        on_request: RequestHook | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._host = cfg.host.rstrip("/")
+        kwargs: dict[str, Any] = {"maxsize": pool_size, "block": False}
+        if cfg.verify_ssl:
+            kwargs["cert_reqs"] = "CERT_REQUIRED"
+            if cfg.ssl_ca_cert:
+                kwargs["ca_certs"] = cfg.ssl_ca_cert
+        else:
+            kwargs["cert_reqs"] = "CERT_NONE"
+        if cfg.cert_file:
+            kwargs["cert_file"] = cfg.cert_file
+        if cfg.key_file:
+            kwargs["key_file"] = cfg.key_file
+        if getattr(cfg, "tls_server_name", None):
+            kwargs["server_hostname"] = cfg.tls_server_name
+        self._pool = urllib3.PoolManager(**kwargs)
+        self.limiter = RateLimiter(qps, burst)
+        self._on_request = on_request
+        self.impersonate: str | None = None
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "t9k-jobs-operator"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        token = self._cfg.get_api_key_with_prefix(
+            "authorization"
+        ) or self._cfg.get_api_key_with_prefix("BearerToken")
+        if token:
+            headers["Authorization"] = token
+        if self.impersonate:
+            headers["Impersonate-User"] = self.impersonate
+        return headers
+
+    def _url(self, path: str, query: dict[str, Any] | None) -> str:
+        query = {k: v for k, v in (query or {}).items() if v is not None}
+        return self._host + path + ("?" + urlencode(query) if query else "")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Obj | None = None,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> Obj:
+        """One API call; the decoded JSON answer, or ApiError for a status >= 400."""
+        self.limiter.acquire()
+        data = json.dumps(body).encode() if body is not None else None
+        response = self._pool.request(
+            method,
+            self._url(path, query),
+            body=data,
+            headers=self._headers(content_type if data is not None else None),
+            timeout=urllib3.Timeout(connect=10.0, read=timeout),
+            retries=False,
+        )
+        if self._on_request is not None:
+            self._on_request(method, path, response.status)
+        try:
+            decoded: Obj | str = json.loads(response.data) if response.data else {}
+        except ValueError:
+            decoded = response.data.decode(errors="replace")
+        if response.status >= 400:
+            raise ApiError(response.status, decoded)
+        return decoded if isinstance(decoded, dict) else {}
+
+    def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
+        """A watch: one decoded event per line until the server closes it or `timeout`."""
+        self.limiter.acquire()
+        response = self._pool.request(
+            "GET",
+            self._url(path, query),
+            headers=self._headers(None),
+            timeout=urllib3.Timeout(connect=10.0, read=timeout),
+            preload_content=False,
+            retries=False,
+        )
+        if self._on_request is not None:
+            self._on_request("WATCH", path, response.status)
+        try:
+            if response.status >= 400:
+                raise ApiError(response.status, response.data.decode(errors="replace"))
+            buffer = b""
+            for chunk in response.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            response.release_conn()

@@ -1,0 +1,61 @@
+"""The work queue's guarantees: dedup, one worker per key, delayed and rate-limited adds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from t9kjobs.controller.workqueue import WorkQueue
+
+
+def test_a_key_is_queued_once() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert q.get() == "a"
+    assert q.get() == "b"
+
+
+def test_a_key_added_while_processing_comes_back_after_done() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    key = q.get()
+    q.add("a")  # an event arrives mid-reconcile
+    assert len(q) == 0  # not handed to a second worker
+    q.done(key)  # type: ignore[arg-type]
+    assert q.get() == "a"
+
+
+def test_add_after_delays_the_key() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("late", 0.2)
+    q.add("now")
+    assert q.get() == "now"
+    started = time.monotonic()
+    assert q.get() == "late"
+    assert time.monotonic() - started >= 0.15
+
+
+def test_rate_limited_retries_back_off_exponentially_and_forget_resets() -> None:
+    q: WorkQueue[str] = WorkQueue(base_delay=0.01, max_delay=1.0)
+    delays = []
+    for _ in range(3):
+        q.add_rate_limited("k")
+        started = time.monotonic()
+        q.done(q.get())  # type: ignore[arg-type]
+        delays.append(time.monotonic() - started)
+    assert delays[2] > delays[0]
+    q.forget("k")
+    assert q._failures == {}
+
+
+def test_shutdown_releases_waiting_workers() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(q.get()))
+    t.start()
+    q.shutdown()
+    t.join(2)
+    assert got == [None]

@@ -1,0 +1,176 @@
+"""GenericJob: pods, substitutions, per-replica Services, finish rules, validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from t9kjobs.kinds import ReplicaState
+from t9kjobs.loading import JobError, load_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.render import render_job
+from tests.unit.conftest import REPO
+from tests.unit.golden import assert_golden
+
+GOLDEN = Path(__file__).parent / "golden"
+EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"
+
+
+def _example() -> dict[str, Any]:
+    return dict(yaml.safe_load(EXAMPLE.read_text()))
+
+
+def _env(pod: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in pod["spec"]["containers"][0].get("env", [])}
+
+
+def test_render_example_matches_golden(manager: PluginManager) -> None:
+    job, _ = load_job(_example(), manager)
+    assert_golden(GOLDEN / "torch-ddp.yaml", render_job(job, manager))
+
+
+def test_pods_services_and_substitutions(manager: PluginManager) -> None:
+    job, _ = load_job(_example(), manager)
+    objects = render_job(job, manager)
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+    services = [o["metadata"]["name"] for o in objects if o["kind"] == "Service"]
+    assert sorted(pods) == [
+        "generic-ddp-master-0",
+        "generic-ddp-worker-0",
+        "generic-ddp-worker-1",
+        "generic-ddp-worker-2",
+    ]
+    assert sorted(services) == sorted(pods)  # one Service per replica
+    worker2 = _env(pods["generic-ddp-worker-2"])
+    assert worker2 == {
+        "RANK": "2",
+        "WORKERS": "3",
+        "MASTER_ADDR": "generic-ddp-master-0",
+        "MASTER_PORT": "2222",
+    }
+    assert pods["generic-ddp-master-0"]["spec"]["containers"][0]["command"][-1] == "--rank=0"
+    for pod in pods.values():
+        ref = pod["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["name"], ref["controller"]) == ("GenericJob", "generic-ddp", True)
+        assert pod["metadata"]["labels"]["tensorstack.dev/owner-name"] == "generic-ddp"
+
+
+def test_no_service_without_spec_service(manager: PluginManager) -> None:
+    doc = _example()
+    del doc["spec"]["service"]
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs["template"]["spec"]["containers"][0]["env"] = [{"name": "T", "value": "$(type)-$(rank)"}]
+    job, _ = load_job(doc, manager)
+    objects = render_job(job, manager)
+    assert {o["kind"] for o in objects} == {"Pod"}
+    assert _env(objects[-1]) == {"T": "worker-2"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "words"),
+    [
+        (
+            lambda d: d["spec"].pop("service"),
+            "spec.replicaSpecs[0].template.spec.containers[0].env[2].value",
+            "service.master[0].host",
+        ),
+        (
+            lambda d: d["spec"]["successRules"].append({"chief": [0]}),
+            "spec.successRules[1].chief",
+            "no replica type",
+        ),
+        (
+            lambda d: d["spec"]["failureRules"].append({"worker": [5]}),
+            "spec.failureRules[2].worker[0]",
+            "out of range",
+        ),
+        (
+            lambda d: d["spec"]["replicaSpecs"][1].update(replicas=-1),
+            "spec.replicaSpecs[1].replicas",
+            "must be >= 0",
+        ),
+        (
+            lambda d: d["spec"]["replicaSpecs"][1].update(type="master"),
+            "spec.replicaSpecs",
+            "unique",
+        ),
+        (
+            lambda d: d["spec"].update(cleanUpPolicy="Some"),
+            "spec.cleanUpPolicy",
+            "'All', 'Unfinished' or 'None'",
+        ),
+        (
+            lambda d: d["spec"]["replicaSpecs"][0].update(restartPolicy="Sometimes"),
+            "spec.replicaSpecs[0].restartPolicy",
+            "Always",
+        ),
+        (lambda d: d["spec"].update(unknownField=1), "spec.unknownField", "unknown field"),
+        (
+            lambda d: d["spec"].update(
+                runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "ps"}]}}
+            ),
+            "spec.runMode.debug.replicaSpecs[0].type",
+            "no replica type",
+        ),
+    ],
+)
+def test_invalid_jobs_name_the_field(
+    manager: PluginManager, mutate: Any, path: str, words: str
+) -> None:
+    doc = _example()
+    mutate(doc)
+    with pytest.raises(JobError) as err:
+        load_job(doc, manager)
+    messages = [str(p) for p in err.value.problems]
+    assert any(m.startswith(path + ":") and words in m for m in messages), messages
+
+
+def _states(**states: str) -> list[ReplicaState]:
+    out = []
+    for key, state in states.items():
+        rtype, index = key.rsplit("_", 1)
+        final = state in ("Succeeded", "Failed")
+        out.append(
+            ReplicaState(
+                rtype,
+                int(index),
+                f"j-{rtype}-{index}",
+                state,
+                1 if state == "Failed" else None,
+                final,
+            )
+        )
+    return out
+
+
+def test_finish_rules(manager: PluginManager) -> None:
+    job, _ = load_job(_example(), manager)
+    hooks = manager.hooks_for("GenericJob")
+    running = dict(master_0="Running", worker_0="Running", worker_1="Running", worker_2="Running")
+    assert hooks.compute_status(job, _states(**running)) is None
+    done = hooks.compute_status(job, _states(**{**running, "master_0": "Succeeded"}))
+    assert done is not None and (done.outcome, done.reason) == ("Succeeded", "SuccessRuleMatched")
+    # One worker failing for good does not match failureRules[1] (all three workers) ...
+    assert hooks.compute_status(job, _states(**{**running, "worker_0": "Failed"})) is None
+    # ... all three do.
+    all_failed = {**running, "worker_0": "Failed", "worker_1": "Failed", "worker_2": "Failed"}
+    verdict = hooks.compute_status(job, _states(**all_failed))
+    assert verdict is not None and verdict.outcome == "Failed"
+    assert "j-worker-0 failed with exit code 1" in verdict.message
+
+
+def test_default_rules_without_any(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"].pop("successRules")
+    doc["spec"].pop("failureRules")
+    job, _ = load_job(doc, manager)
+    hooks = manager.hooks_for("GenericJob")
+    all_ok = dict(
+        master_0="Succeeded", worker_0="Succeeded", worker_1="Succeeded", worker_2="Succeeded"
+    )
+    assert hooks.compute_status(job, _states(**all_ok)).outcome == "Succeeded"  # type: ignore[union-attr]
+    one_failed = {**all_ok, "worker_1": "Failed"}
+    assert hooks.compute_status(job, _states(**one_failed)).outcome == "Failed"  # type: ignore[union-attr]
