@@ -58,5 +58,5 @@ def test_framework_hooks_reach_only_the_owner() -> None:
 
 
 def test_unknown_kind_names_the_served_ones() -> None:
-    with pytest.raises(PluginError, match="unknown kind 'Nope'.*GenericJob"):
+    with pytest.raises(PluginError, match=r"unknown kind 'Nope'.*GenericJob"):
         load_plugins().kind_info("Nope")
