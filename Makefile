@@ -5,6 +5,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+include hack/cluster/cluster.mk
+
 .PHONY: venv test unit lint typecheck layers layout check demo clean
 
 $(STAMP): pyproject.toml

@@ -19,11 +19,12 @@ allows), never removed or changed within a major version.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pluggy
+
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job
+from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj
 
 __all__ = ["FRAMEWORK_HOOKS", "PROJECT", "JobHooks", "hookimpl", "hookspec"]
@@ -38,6 +39,7 @@ FRAMEWORK_HOOKS = (
     "t9kjobs_build_launch_command",
     "t9kjobs_build_objects",
     "t9kjobs_compute_status",
+    "t9kjobs_update_status",
 )
 
 
@@ -119,4 +121,16 @@ class JobHooks:
         replica that will be retried is `Restarting`, not `Failed`. Return a Verdict when the
         job succeeded or failed, else None. The engine derives phase, conditions, aggregate and
         tasks, and never asks again once the job finished (a finished job never regresses).
+        """
+
+    @hookspec(firstresult=True)
+    def t9kjobs_update_status(
+        self, job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
+    ) -> None:
+        """Framework hook. Fill the kind's own status fields from the observed children.
+
+        `status` is the engine's new status (an instance of the kind's `status_model`), to edit
+        in place; `children` are the job's objects in the cluster by (kind, name). Called on
+        every reconcile of an unfinished job, after the engine wrote phase, conditions and
+        tasks (e.g. PyTorchTrainingJob reports its TensorBoard in `status.tensorboard`).
         """

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+
 from t9kjobs.kinds import Problem
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_VERSION, Job, ObjectMeta

@@ -9,16 +9,17 @@ order.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
 import pluggy
+
 from t9kjobs.hooks import FRAMEWORK_HOOKS, PROJECT, JobHooks
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job
+from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj
 
 __all__ = [
@@ -77,6 +78,11 @@ class KindHooks:
             job=job, replicas=replicas
         )
         return result
+
+    def update_status(
+        self, job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
+    ) -> None:
+        self._framework["t9kjobs_update_status"](job=job, status=status, children=children)
 
     def auxiliary_objects(self, job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
         own = list(self._framework["t9kjobs_build_objects"](job=job, pods=pods) or [])

@@ -19,6 +19,7 @@ from t9kjobs.models import Job, RestartRule
 __all__ = [
     "ANNOTATION_INCARNATION",
     "ANNOTATION_SPEC_HASH",
+    "ANNOTATION_STOP_WHEN_FINISHED",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
@@ -47,6 +48,8 @@ LABEL_REPLICA_TYPE = "tensorstack.dev/replica-type"
 LABEL_REPLICA_INDEX = "tensorstack.dev/replica-index"
 # Which incarnation of a replica a pod is: 0 for the first pod, n after n restarts.
 ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
+# Set on pods created from a DesiredPod with stop_when_finished.
+ANNOTATION_STOP_WHEN_FINISHED = "batch.tensorstack.dev/stop-when-finished"
 # A digest of the pod spec the engine created the pod from.
 ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
 
@@ -63,6 +66,9 @@ class DesiredPod:
     training_container: str | None = None
     # Debug-mode command when the kind's default does not fit this replica.
     debug_command: list[str] | None = None
+    # Delete the pod when the job finishes, whatever the cleanup policy: for pods that only
+    # serve others (sshd workers) and would otherwise run, holding their resources, forever.
+    stop_when_finished: bool = False
     # Replace the running pod when its desired spec changes (e.g. a launcher whose hostfile
     # changed with the worker count). Other pods keep running as created.
     recreate_on_change: bool = False

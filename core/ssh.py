@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from t9kjobs.models import Job
 from t9kjobs.objects import Obj, secret
 from t9kjobs.templating import render_template
@@ -18,6 +19,7 @@ __all__ = [
     "GENERATED_PLACEHOLDER",
     "GENERATE_ANNOTATION",
     "SSH_PORT",
+    "SSH_VOLUME",
     "fill_generated_secret",
     "generate_keypair",
     "mount_ssh",
@@ -30,7 +32,7 @@ __all__ = [
 GENERATE_ANNOTATION = "batch.tensorstack.dev/generate"
 GENERATED_PLACEHOLDER = "<generated when the Secret is created>"
 SSH_PORT = 22
-_VOLUME = "t9k-ssh"
+SSH_VOLUME = "t9k-ssh"  # the volume name the SSH Secret is mounted under
 _PACKAGE = "t9kjobs"
 
 
@@ -56,15 +58,15 @@ def mount_ssh(
 ) -> None:
     """Mount the job's SSH Secret read-only at `mount_path` in the named containers."""
     spec = pod["spec"]
-    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != _VOLUME]
+    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != SSH_VOLUME]
     volumes.append(
-        {"name": _VOLUME, "secret": {"secretName": ssh_secret_name(job), "defaultMode": 0o600}}
+        {"name": SSH_VOLUME, "secret": {"secretName": ssh_secret_name(job), "defaultMode": 0o600}}
     )
     spec["volumes"] = volumes
     for c in spec.get("containers") or []:
         if c.get("name") in container_names:
-            mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") != _VOLUME]
-            mounts.append({"name": _VOLUME, "mountPath": mount_path, "readOnly": True})
+            mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") != SSH_VOLUME]
+            mounts.append({"name": SSH_VOLUME, "mountPath": mount_path, "readOnly": True})
             c["volumeMounts"] = mounts
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,6 +25,14 @@ Handler = Callable[[str, Obj], None]  # (event type, object)
 log = logging.getLogger("t9kjobs.informer")
 
 
+def _strictly_newer(candidate: Obj, gone: Obj) -> bool:
+    a = candidate["metadata"].get("resourceVersion", "")
+    b = gone["metadata"].get("resourceVersion", "")
+    if a.isdigit() and b.isdigit():
+        return int(a) > int(b)
+    return bool(candidate["metadata"].get("uid") != gone["metadata"].get("uid"))
+
+
 def newer(candidate: Obj, current: Obj | None) -> bool:
     """Whether `candidate` is at least as new as `current` (resourceVersions are etcd revisions
     in practice; when they are not numbers, trust arrival order)."""
@@ -37,11 +46,19 @@ def newer(candidate: Obj, current: Obj | None) -> bool:
 
 
 class Store:
-    """Objects by (namespace, name), with an index of children by controller owner uid."""
+    """Objects by (namespace, name), with an index of children by controller owner uid.
+
+    A removed object leaves a tombstone (its last resourceVersion) for a while: an API answer
+    that arrives after the watch reported the deletion (a DELETE's own response, say) must not
+    bring the object back.
+    """
+
+    TOMBSTONE_SECONDS = 300.0
 
     def __init__(self) -> None:
         self._objects: dict[Key, Obj] = {}
         self._by_owner: dict[str, set[Key]] = {}
+        self._tombstones: dict[Key, tuple[Obj, float]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -67,6 +84,10 @@ class Store:
             current = self._objects.get(key)
             if not force and not newer(obj, current):
                 return False
+            tomb = self._tombstones.pop(key, None)
+            if tomb is not None and not force and not _strictly_newer(obj, tomb[0]):
+                self._tombstones[key] = tomb
+                return False
             if current is not None:
                 self._unindex(key, current)
             self._objects[key] = obj
@@ -75,11 +96,21 @@ class Store:
                 self._by_owner.setdefault(uid, set()).add(key)
             return True
 
-    def remove(self, namespace: str, name: str) -> Obj | None:
+    def remove(self, namespace: str, name: str, last: Obj | None = None) -> Obj | None:
+        """Forget an object; `last` is its final state as the watch reported it."""
         with self._lock:
             current = self._objects.pop((namespace, name), None)
             if current is not None:
                 self._unindex((namespace, name), current)
+            final = last or current
+            if final is not None:
+                now = time.monotonic()
+                self._tombstones[(namespace, name)] = (final, now)
+                if len(self._tombstones) > 1000:
+                    horizon = now - self.TOMBSTONE_SECONDS
+                    self._tombstones = {
+                        k: v for k, v in self._tombstones.items() if v[1] > horizon
+                    }
             return current
 
     def _unindex(self, key: Key, obj: Obj) -> None:
@@ -195,7 +226,7 @@ class Informer:
             if kind == "BOOKMARK":
                 continue
             if kind == "DELETED":
-                self.store.remove(*Store.key(obj))
+                self.store.remove(*Store.key(obj), last=obj)
             else:
                 self.store.put(obj)
             self._handler(str(kind), obj)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.common import CleanUpPolicy, RunMode, RunPolicy, SchedulePolicy
 from t9kjobs.models.status import JobStatus

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
+
 from t9kjobs.models._base import ApiModel
 
 __all__ = [

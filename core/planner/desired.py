@@ -39,10 +39,8 @@ def desired_pods(job: Job, hooks: EngineHooks, life: Lifecycle, resumed: bool) -
             if override is not None and override.skip_init_container:
                 pod.manifest["spec"].pop("initContainers", None)
         else:
-            launch = hooks.build_launch_command(job, pod)
-            if launch is not None and container is not None:
-                container["command"] = list(launch)
-                container.pop("args", None)
+            # Resume overrides first: a launcher built from the container (torchrun) must see
+            # the resumed args.
             if resumed and mode.pause is not None:
                 resume = _by_type(mode.pause.resume_specs, pod.replica_type)
                 assert resume is None or isinstance(resume, ResumeSpec)
@@ -53,5 +51,9 @@ def desired_pods(job: Job, hooks: EngineHooks, life: Lifecycle, resumed: bool) -
                         container["args"] = list(resume.args)
                 if resume is not None and resume.skip_init_container:
                     pod.manifest["spec"].pop("initContainers", None)
+            launch = hooks.build_launch_command(job, pod)
+            if launch is not None and container is not None:
+                container["command"] = list(launch)
+                container.pop("args", None)
         hooks.mutate_pod(job, pod)
     return pods

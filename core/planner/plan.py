@@ -12,6 +12,7 @@ restart budget -> keep running (create what is missing, restart what failed).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from t9kjobs.models import (
 from t9kjobs.objects import (
     ANNOTATION_INCARNATION,
     ANNOTATION_SPEC_HASH,
+    ANNOTATION_STOP_WHEN_FINISHED,
     LABEL_REPLICA_TYPE,
     DesiredPod,
     Obj,
@@ -72,10 +74,13 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
             # Restarts exhausted fail the job whatever the framework would wait for.
             verdict = _backoff_verdict(exceeded, life)
     if verdict is not None:
-        return _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
-    return _running(
-        job, before, status, pods, aux, pods_by_name, found, observed, life, ts, requeue, resumed
-    )
+        result = _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
+    else:
+        result = _running(
+            job, before, status, pods, aux, pods_by_name, found, observed, life, ts, requeue, resumed
+        )
+    hooks.update_status(job, result.status, observed.objects)
+    return replace(result, status_changed=result.status != before)
 
 
 def _result(
@@ -156,8 +161,9 @@ def _cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[Obj
         active = pod_state(pod) in _ACTIVE
         keep = replica_type in life.clean_up_keeps
         policy = life.clean_up_policy
+        stop = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_STOP_WHEN_FINISHED)
         if (
-            (deadline and active)
+            ((deadline or stop) and active)
             or (not keep and policy == "All")
             or (not keep and policy == "Unfinished" and active)
         ):
@@ -218,6 +224,8 @@ def _running(
             annotations = manifest["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
             annotations[ANNOTATION_SPEC_HASH] = digest
+            if desired.stop_when_finished:
+                annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"
             creates.append(manifest)
         elif (
             desired.recreate_on_change

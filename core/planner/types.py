@@ -28,6 +28,10 @@ class EngineHooks(Protocol):
 
     def mutate_pod(self, job: Job, pod: DesiredPod) -> None: ...
 
+    def update_status(
+        self, job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
+    ) -> None: ...
+
 
 @dataclass(frozen=True)
 class Observed:

@@ -1,1 +1,185 @@
-"""Hook implementations (being written)."""
+"""DeepSpeedJob: N workers that trust one SSH key; worker-0 waits for them, then runs `deepspeed`.
+
+Topology: pods `<job>-worker-<i>` with hostname/subdomain on the job's headless Service, so
+`<job>-worker-<i>.<job>` resolves before readiness; those names fill the hostfile
+(`/t9k/hostfile`, a ConfigMap). Every worker runs sshd with the job's key (a Secret mounted at
+`/root/.ssh`); workers other than worker-0 run only sshd. The job follows worker-0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from t9kjobs.hooks import hookimpl
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.models import Job, RestartRule
+from t9kjobs.objects import (
+    DesiredPod,
+    Obj,
+    config_map,
+    find_container,
+    headless_service,
+    new_pod,
+    set_env,
+)
+from t9kjobs.plugins.deepspeed.checks import HOSTFILE_VOLUME, deepspeed_problems
+from t9kjobs.plugins.deepspeed.launch import (
+    HOSTFILE_PATH,
+    REPLICA_TYPE,
+    SSH_DIR,
+    hostfile_text,
+    launcher_command,
+    sshd_command,
+    worker0_debug_command,
+    worker_hosts,
+)
+from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
+from t9kjobs.ssh import mount_ssh, ssh_secret
+
+__all__ = [
+    "KIND",
+    "t9kjobs_build_launch_command",
+    "t9kjobs_build_objects",
+    "t9kjobs_build_pods",
+    "t9kjobs_compute_status",
+    "t9kjobs_kinds",
+    "t9kjobs_validate",
+]
+
+KIND = "DeepSpeedJob"
+_HOSTFILE_KEY = "hostfile"
+
+
+def _hostfile_name(job: Job) -> str:
+    return f"{job.name}-hostfile"
+
+
+@hookimpl
+def t9kjobs_kinds() -> list[KindInfo]:
+    return [
+        KindInfo(
+            kind=KIND,
+            spec_model=DeepSpeedJobSpec,
+            plural="deepspeedjobs",
+            short_names=("dsj",),
+            # Documented default; worker pods override it with the full sshd start script
+            # (host keys, privilege separation dir), which a bare `sshd -D` lacks.
+            debug_command=("/usr/sbin/sshd", "-D"),
+            scale_spec_path="spec.elastic.expectedReplicas",
+            description="A DeepSpeed job: workers reached over ssh, launched from worker-0.",
+        )
+    ]
+
+
+@hookimpl
+def t9kjobs_validate(job: Job) -> list[Problem]:
+    return deepspeed_problems(job.spec_as(DeepSpeedJobSpec))
+
+
+def _mount_hostfile(pod: Obj, job: Job, container_name: str | None) -> None:
+    """The hostfile as a single read-only file at /t9k/hostfile.
+
+    A subPath mount rather than a ConfigMap directory at /t9k: users commonly mount their own
+    volumes under /t9k (e.g. /t9k/mnt), which a read-only volume at /t9k would break. A subPath
+    file does not follow ConfigMap updates; worker-0, the only reader, is recreated when the
+    worker count (hence the hostfile) changes.
+    """
+    spec = pod["spec"]
+    spec["volumes"] = [
+        *(spec.get("volumes") or []),
+        {
+            "name": HOSTFILE_VOLUME,
+            "configMap": {"name": _hostfile_name(job), "defaultMode": 0o444},
+        },
+    ]
+    container = find_container(pod, container_name)
+    if container is not None:
+        container["volumeMounts"] = [
+            *(container.get("volumeMounts") or []),
+            {
+                "name": HOSTFILE_VOLUME,
+                "mountPath": HOSTFILE_PATH,
+                "subPath": _HOSTFILE_KEY,
+                "readOnly": True,
+            },
+        ]
+
+
+def _user_container(spec: DeepSpeedJobSpec) -> Obj | None:
+    """The training container as the user wrote it: its env is what the env file carries."""
+    containers = (spec.worker.template.get("spec") or {}).get("containers") or []
+    return containers[0] if containers else None
+
+
+@hookimpl
+def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
+    spec = job.spec_as(DeepSpeedJobSpec)
+    count = spec.worker_count()
+    restart = RestartRule.of(spec.worker.restart_policy)
+    user_container = _user_container(spec)
+    pods = []
+    for index in range(count):
+        manifest = new_pod(job, REPLICA_TYPE, index, spec.worker.template, subdomain=job.name)
+        container = find_container(manifest)
+        name = str(container["name"]) if container is not None and "name" in container else None
+        if name is not None:
+            mount_ssh(manifest, job, [name], SSH_DIR)
+        _mount_hostfile(manifest, job, name)
+        launcher = index == 0
+        if launcher and container is not None:
+            # Makes the worker count part of worker-0's spec in every run mode.
+            set_env(container, {"T9K_NUM_WORKERS": str(count)})
+        pods.append(
+            DesiredPod(
+                replica_type=REPLICA_TYPE,
+                index=index,
+                restart=restart,
+                manifest=manifest,
+                training_container=name,
+                debug_command=(
+                    worker0_debug_command(spec, user_container) if launcher else sshd_command()
+                ),
+                recreate_on_change=launcher,
+                # sshd-only workers never exit: they end with worker-0, whatever the policy.
+                stop_when_finished=not launcher,
+            )
+        )
+    return pods
+
+
+@hookimpl
+def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str]:
+    if pod.index != 0:
+        return sshd_command()
+    spec = job.spec_as(DeepSpeedJobSpec)
+    return launcher_command(job, spec, _user_container(spec))
+
+
+@hookimpl
+def t9kjobs_build_objects(job: Job) -> list[Obj]:
+    spec = job.spec_as(DeepSpeedJobSpec)
+    hosts = worker_hosts(job, spec.worker_count())
+    text = hostfile_text(hosts, spec.config.slots_per_worker)
+    return [
+        ssh_secret(job, SSH_DIR),
+        config_map(job, _hostfile_name(job), {_HOSTFILE_KEY: text}),
+        headless_service(job),
+    ]
+
+
+@hookimpl
+def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
+    """Success and failure follow worker-0, the launcher.
+
+    Another worker failing for good is reported by the engine (ReplicaFailure condition) but
+    does not decide: the launcher sees its ranks die and fails, or finishes without them.
+    """
+    launcher = next((r for r in replicas if r.replica_type == REPLICA_TYPE and r.index == 0), None)
+    if launcher is None:
+        return None
+    if launcher.succeeded and launcher.final:
+        return Verdict("Succeeded", "LauncherSucceeded", f"{launcher.name} succeeded", (launcher,))
+    if launcher.failed_for_good:
+        code = f" with exit code {launcher.exit_code}" if launcher.exit_code is not None else ""
+        return Verdict("Failed", "LauncherFailed", f"{launcher.name} failed{code}", (launcher,))
+    return None

@@ -1,1 +1,275 @@
-"""Hook implementations (being written)."""
+"""PyTorchTrainingJob: replicas that meet at the master through a headless Service, optionally
+launched by torchrun, elastic, with a TensorBoard. The env contract is in docs/pytorch.md."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+from t9kjobs.hooks import hookimpl
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.models import Job, JobStatus, RestartRule
+from t9kjobs.objects import (
+    DesiredPod,
+    Obj,
+    find_container,
+    headless_service,
+    new_pod,
+    owner_labels,
+    owner_reference,
+    set_env,
+)
+from t9kjobs.plugins.pytorch.spec import (
+    DependentStatus,
+    PyTorchTrainingJobSpec,
+    PyTorchTrainingJobStatus,
+    TorchrunConfig,
+)
+from t9kjobs.plugins.pytorch.topology import (
+    GPU_RESOURCE,
+    RESERVED_ENV,
+    gpu_count,
+    pod_env,
+    replica_counts,
+    topology,
+    training_container,
+)
+from t9kjobs.plugins.pytorch.torchrun import GENERATED_OPTIONS, option_name, torchrun_command
+from t9kjobs.validation import run_mode_problems
+
+__all__ = [
+    "KIND",
+    "TENSORBOARD_API_VERSION",
+    "t9kjobs_build_launch_command",
+    "t9kjobs_build_objects",
+    "t9kjobs_build_pods",
+    "t9kjobs_compute_status",
+    "t9kjobs_kinds",
+    "t9kjobs_validate",
+]
+
+KIND = "PyTorchTrainingJob"
+TENSORBOARD_API_VERSION = "tensorstack.dev/v1beta1"
+
+
+@hookimpl
+def t9kjobs_kinds() -> list[KindInfo]:
+    return [
+        KindInfo(
+            kind=KIND,
+            spec_model=PyTorchTrainingJobSpec,
+            plural="pytorchtrainingjobs",
+            short_names=("ptj",),
+            status_model=PyTorchTrainingJobStatus,
+            scale_spec_path="spec.elastic.expectedReplicas",
+            description="Distributed PyTorch training: DDP or torchrun, elastic, TensorBoard.",
+        )
+    ]
+
+
+def _torchrun(spec: PyTorchTrainingJobSpec) -> TorchrunConfig | None:
+    config = spec.torchrun_config
+    return config if config is not None and config.enabled else None
+
+
+def _container_problems(
+    spec: PyTorchTrainingJobSpec, i: int, torchrun: TorchrunConfig | None
+) -> list[Problem]:
+    base = f"spec.replicaSpecs[{i}].template.spec.containers"
+    found = training_container(spec.replica_specs[i].template)
+    if found is None:
+        return [Problem(base, "at least one container")]
+    j, container = found
+    path = f"{base}[{j}]"
+    out = [
+        Problem(
+            f"{path}.env[{k}]",
+            f"{env.get('name')} is set by the operator on the training container; remove it",
+        )
+        for k, env in enumerate(container.get("env") or [])
+        if env.get("name") in RESERVED_ENV
+    ]
+    if torchrun is None:
+        return out
+    if container.get("command"):
+        out.append(
+            Problem(
+                f"{path}.command",
+                "ignored: with spec.torchrunConfig.enabled the container runs"
+                " `torchrun <options> <args...>`",
+                "warning",
+            )
+        )
+    if not container.get("args"):
+        out.append(
+            Problem(
+                f"{path}.args",
+                "torchrun needs the training script (and its arguments) in args:"
+                " the command is ignored with spec.torchrunConfig.enabled",
+            )
+        )
+    if torchrun.proc_per_node == "gpu" and gpu_count(container) is None:
+        out.append(
+            Problem(
+                f"{path}.resources.limits",
+                f"spec.torchrunConfig.procPerNode is 'gpu' but the training container sets no"
+                f" whole-number {GPU_RESOURCE} limit or request",
+            )
+        )
+    return out
+
+
+@hookimpl
+def t9kjobs_validate(job: Job) -> list[Problem]:
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    torchrun = _torchrun(spec)
+    problems: list[Problem] = []
+    for i in range(len(spec.replica_specs)):
+        problems += _container_problems(spec, i, torchrun)
+    if sum(replica_counts(spec).values()) == 0:
+        problems.append(Problem("spec.replicaSpecs", "the job has no replicas"))
+    if torchrun is not None:
+        for k, option in enumerate(torchrun.extra_options):
+            name = option_name(option)
+            if name in GENERATED_OPTIONS:
+                problems.append(
+                    Problem(
+                        f"spec.torchrunConfig.extraOptions[{k}]",
+                        f"overrides the generated --{name}",
+                        "warning",
+                    )
+                )
+    if spec.elastic is not None and spec.elastic.enabled and torchrun is None:
+        problems.append(
+            Problem(
+                "spec.elastic.enabled",
+                "elastic training without spec.torchrunConfig.enabled: the pods scale, but the"
+                " training program must handle membership changes itself (e.g. run torchrun,"
+                " which reads the PET_* variables)",
+                "warning",
+            )
+        )
+    problems += run_mode_problems(spec.run_mode, [rs.type for rs in spec.replica_specs])
+    return problems
+
+
+@hookimpl
+def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    by_type = {rs.type: rs for rs in spec.replica_specs}
+    top = topology(job, spec)
+    pods = []
+    for node in top.nodes:
+        rs = by_type[node.replica_type]
+        manifest = new_pod(job, rs.type, node.index, rs.template, subdomain=job.name)
+        found = training_container(manifest)
+        if found is not None:
+            set_env(found[1], pod_env(top, node))
+        pods.append(
+            DesiredPod(
+                replica_type=rs.type,
+                index=node.index,
+                restart=RestartRule.of(rs.restart_policy),
+                manifest=manifest,
+                training_container=found[1].get("name") if found is not None else None,
+            )
+        )
+    return pods
+
+
+@hookimpl
+def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str] | None:
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    torchrun = _torchrun(spec)
+    container = find_container(pod.manifest, pod.training_container)
+    if torchrun is None or container is None:
+        return None  # each pod runs its container's own command, one process
+    top = topology(job, spec)
+    node = top.node(pod.replica_type, pod.index)
+    return torchrun_command(top, node, torchrun, [str(a) for a in container.get("args") or []])
+
+
+def _tensorboard(job: Job, tensorboard_spec: Obj) -> Obj:
+    return {
+        "apiVersion": TENSORBOARD_API_VERSION,
+        "kind": "TensorBoard",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": owner_labels(job),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": copy.deepcopy(tensorboard_spec),
+    }
+
+
+@hookimpl
+def t9kjobs_build_objects(job: Job) -> list[Obj]:
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    objects = [headless_service(job)]
+    if spec.tensorboard_spec is not None:
+        objects.append(_tensorboard(job, spec.tensorboard_spec))
+    return objects
+
+
+def _tensorboard_ready(tensorboard: Obj) -> bool:
+    conditions = (tensorboard.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+@hookimpl
+def t9kjobs_update_status(
+    job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
+) -> None:
+    """`status.tensorboard`: whether the job's TensorBoard exists and is ready."""
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    if spec.tensorboard_spec is None or not isinstance(status, PyTorchTrainingJobStatus):
+        return
+    found = children.get(("TensorBoard", job.name))
+    ref = {
+        "apiVersion": TENSORBOARD_API_VERSION,
+        "kind": "TensorBoard",
+        "name": job.name,
+        "namespace": job.namespace,
+    }
+    if found is None:
+        status.tensorboard = DependentStatus(
+            name="tensorboard",
+            dependent=ref,
+            ready=False,
+            reason="NotFound",
+            action="Create",
+            note="the TensorBoard is created when the cluster serves tensorstack.dev/v1beta1",
+            type="Warning",
+        )
+        return
+    ready = _tensorboard_ready(found)
+    status.tensorboard = DependentStatus(
+        name="tensorboard",
+        dependent={**ref, "uid": found["metadata"].get("uid")},
+        ready=ready,
+        reason="Ready" if ready else "NotReady",
+        action="None",
+        type="Normal",
+    )
+
+
+@hookimpl
+def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdict | None:
+    """Succeeded when the master succeeded for good; Failed when any replica failed for good
+    (a dead rank hangs the collective anyway). The master's success is judged first: its exit
+    0 means training finished, whatever a straggler did afterwards."""
+    spec = job.spec_as(PyTorchTrainingJobSpec)
+    master = topology(job, spec).master
+    for r in replicas:
+        if master is not None and r.name == master.name and r.succeeded and r.final:
+            return Verdict("Succeeded", "MasterSucceeded", f"{r.name} succeeded", (r,))
+    failed = [r for r in replicas if r.failed_for_good]
+    if failed:
+        message = "; ".join(
+            f"{r.name} failed"
+            + (f" with exit code {r.exit_code}" if r.exit_code is not None else "")
+            for r in failed
+        )
+        return Verdict("Failed", "ReplicaFailed", message, tuple(failed))
+    return None

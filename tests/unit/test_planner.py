@@ -306,6 +306,7 @@ def test_absent_child_kinds_are_left_out_with_a_condition() -> None:
         build_launch_command = hooks.build_launch_command
         compute_status = hooks.compute_status
         mutate_pod = hooks.mutate_pod
+        update_status = hooks.update_status
 
         def auxiliary_objects(self, job: Any, pods: Any) -> list[Obj]:
             return [
@@ -320,3 +321,14 @@ def test_absent_child_kinds_are_left_out_with_a_condition() -> None:
     assert [o["kind"] for o in p.create] == ["Pod"]
     degraded = p.status.condition("Degraded")
     assert degraded is not None and "PodGroup" in (degraded.message or "")
+
+
+def test_pods_marked_stop_when_finished_are_deleted_whatever_the_policy() -> None:
+    sim = Sim(tiny_job(replicas=2, restart="Never"))
+    sim.step()
+    sim.pod("tiny-worker-1")["metadata"]["annotations"]["batch.tensorstack.dev/stop-when-finished"] = "true"
+    sim.set("tiny-worker-1", "Running")
+    sim.set("tiny-worker-0", "Failed", 1)
+    p = sim.step()
+    assert p.status.phase == "Failed"  # cleanUpPolicy None, yet the sshd-like pod goes
+    assert [d.name for d in p.delete] == ["tiny-worker-1"]

@@ -49,3 +49,13 @@ def test_metric_resource_labels_are_bounded() -> None:
         == "genericjobs/status"
     )
     assert _resource_of("/apis/batch.tensorstack.dev/v1beta1") == "discovery"
+
+
+def test_an_answer_older_than_a_deletion_does_not_bring_the_object_back() -> None:
+    s = Store()
+    s.put(obj("p", "10"))
+    s.remove("a", "p", last=obj("p", "12"))  # the watch saw the deletion at 12
+    assert not s.put(obj("p", "11"))  # the DELETE's own answer, arriving late
+    assert s.get("a", "p") is None
+    assert s.put(obj("p", "13"))  # a new pod of the same name
+    assert s.get("a", "p") is not None

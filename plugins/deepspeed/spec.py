@@ -1,0 +1,177 @@
+"""The DeepSpeedJob spec, per the DeepSpeedJob API reference (every field).
+
+Where the user reference spells a field differently (`run.Module`, `run.Exec`, `elastic.enable`,
+`t9kScheduler.Queue`), the API reference's spelling is canonical and the other is accepted as an
+alias, so that nothing a user writes from either document is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
+
+from t9kjobs.models import (
+    ApiModel,
+    ElasticConfig,
+    JobSpec,
+    PodTemplate,
+    RestartPolicyType,
+    RunMode,
+    RunPolicy,
+    SchedulePolicy,
+)
+
+__all__ = ["RUN_RULE", "DeepSpeedConfig", "DeepSpeedJobSpec", "RunType", "Worker"]
+
+# Both spellings of `module` and `exec` count: the API server stores what the user wrote.
+RUN_RULE = (
+    "has(self.customCommand) || (has(self.run) && "
+    "((has(self.run.python) ? 1 : 0)"
+    " + (has(self.run.module) || has(self.run.Module) ? 1 : 0)"
+    " + (has(self.run.exec) || has(self.run.Exec) ? 1 : 0)) == 1)"
+)
+_RUN_MESSAGE = "run must set exactly one of python, module and exec, unless customCommand is set"
+
+
+def _program_field(canonical: str, alias: str | None, description: str) -> Any:
+    extra = f" `{alias}` is accepted as an alias." if alias else ""
+    return Field(
+        default=None,
+        min_length=1,
+        validation_alias=AliasChoices(canonical, alias) if alias else canonical,
+        serialization_alias=canonical,
+        description=description + extra,
+    )
+
+
+class RunType(ApiModel):
+    """How the training program starts; exactly one of python, module and exec."""
+
+    python: list[str] | None = _program_field(
+        "python", None, "A Python script and its arguments: `deepspeed ... <script> <args>`."
+    )
+    module: list[str] | None = _program_field(
+        "module",
+        "Module",
+        "A Python module and its arguments: `deepspeed --module ... <module> <args>`.",
+    )
+    exec: list[str] | None = _program_field(
+        "exec",
+        "Exec",
+        "An executable and its arguments: `deepspeed --no_python ... <program> <args>`.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        # AliasChoices keeps the first spelling found; both present would drop one silently.
+        if isinstance(data, dict):
+            for canonical, alias in (("module", "Module"), ("exec", "Exec")):
+                if canonical in data and alias in data:
+                    raise ValueError(f"set run.{canonical} or its alias run.{alias}, not both")
+        return data
+
+    def chosen(self) -> list[str]:
+        """The names of the set fields (valid when exactly one)."""
+        fields = (("python", self.python), ("module", self.module), ("exec", self.exec))
+        return [name for name, value in fields if value is not None]
+
+
+class DeepSpeedConfig(ApiModel):
+    """How worker-0 launches DeepSpeed: `deepspeed --hostfile=/t9k/hostfile ...`."""
+
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [{"rule": RUN_RULE, "message": _RUN_MESSAGE}]
+        }
+    )
+
+    custom_command: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A launch command run by bash on worker-0 instead of the generated"
+        " `deepspeed` command; every other field of config but slotsPerWorker is then ignored.",
+    )
+    slots_per_worker: int = Field(
+        default=1,
+        ge=1,
+        description="Slots of each worker in the hostfile (`slots=N`), normally its GPU count."
+        " Defaults to 1.",
+    )
+    local_rank: bool = Field(
+        default=True,
+        description="Pass --local_rank to the training program; false adds --no_local_rank."
+        " Defaults to true.",
+    )
+    autotune: Literal["tune", "run"] | None = Field(
+        default=None,
+        description="Run DeepSpeed's autotuner first (`--autotuning tune|run`).",
+    )
+    run: RunType | None = Field(
+        default=None, description="The training program; required unless customCommand is set."
+    )
+    other_args: list[str] = Field(
+        default_factory=list,
+        description="More `deepspeed` launcher options, placed before the program.",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_program(self) -> DeepSpeedConfig:
+        if self.custom_command is None and (self.run is None or len(self.run.chosen()) != 1):
+            raise ValueError(_RUN_MESSAGE)
+        return self
+
+
+class Worker(ApiModel):
+    """The worker replicas: every one runs sshd, worker-0 also runs the launcher."""
+
+    replicas: int = Field(
+        default=1, ge=1, description="Number of workers (without elastic). Defaults to 1."
+    )
+    template: PodTemplate = Field(
+        default_factory=dict,
+        description="The workers' pod template; the operator sets restartPolicy Never and the"
+        " training container's command.",
+    )
+    restart_policy: RestartPolicyType = Field(
+        default="OnFailure",
+        description="Always, OnFailure, Never or ExitCode. Defaults to OnFailure.",
+    )
+
+
+class DeepSpeedJobSpec(JobSpec):
+    """A DeepSpeed job: N workers reached over ssh, launched by `deepspeed` on worker-0."""
+
+    scheduler: SchedulePolicy | None = Field(
+        default=None, description="Scheduler of the pods; the cluster default when unset."
+    )
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy, description="Cleanup, deadline and restart budget."
+    )
+    run_mode: RunMode | None = Field(
+        default=None, description="Immediate (default), debug or pause."
+    )
+    elastic: ElasticConfig | None = Field(
+        default=None,
+        description="Elastic training: expectedReplicas, clamped to [minReplicas, maxReplicas],"
+        " is the number of workers.",
+    )
+    config: DeepSpeedConfig = Field(description="How to launch DeepSpeed.")
+    disable_custom_env: bool = Field(
+        default=False,
+        description="false (default): the training container's env is written to"
+        " /root/.deepspeed_env so that the launcher exports it to every process; true: the env"
+        " only reaches the container's entrypoint.",
+    )
+    worker: Worker = Field(description="The worker replicas.")
+
+    @property
+    def elastic_enabled(self) -> bool:
+        return self.elastic is not None and self.elastic.enabled
+
+    def worker_count(self) -> int:
+        """The number of workers now: the elastic count when elastic is enabled."""
+        if self.elastic is not None and self.elastic.enabled:
+            return self.elastic.replicas(self.worker.replicas)
+        return self.worker.replicas

@@ -1,0 +1,227 @@
+"""The PyTorchTrainingJob spec and status, per the PyTorchTrainingJob user reference (every field).
+
+Where T9k's documents spell a field two ways, both are accepted: `enable` for
+`torchrunConfig.enabled` (the user reference and older T9k guides), and `procPerNode` as a
+number or a string (the reference types it as a string, `"4"` or `"gpu"`).
+
+Cross-field rules are declared twice on purpose: as CEL (`x-kubernetes-validations`) for the API
+server's admission, and as pydantic validators for `t9kjobs validate`, so both agree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
+
+from t9kjobs.models import (
+    ApiModel,
+    ElasticConfig,
+    JobSpec,
+    JobStatus,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicyType,
+    RunMode,
+    RunPolicy,
+    SchedulePolicy,
+)
+
+__all__ = [
+    "MASTER_TYPE",
+    "DependentStatus",
+    "PyTorchReplicaSpec",
+    "PyTorchTrainingJobSpec",
+    "PyTorchTrainingJobStatus",
+    "TorchrunConfig",
+]
+
+# The replica type whose pod is rank 0 and decides the job's success.
+MASTER_TYPE = "master"
+
+_PROCS = re.compile(r"^[1-9][0-9]*$")
+
+_TORCHRUN_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.procPerNode) || (type(self.procPerNode) == string"
+        " ? self.procPerNode.matches('^(gpu|[1-9][0-9]*)$') : self.procPerNode >= 1)",
+        "message": "procPerNode must be a positive number or 'gpu'",
+    }
+]
+
+# `elastic.enabled` in either spelling: the CRD keeps both as properties, without a default.
+_ELASTIC_ON = (
+    "(has(self.elastic.enabled) && self.elastic.enabled)"
+    " || (has(self.elastic.enable) && self.elastic.enable)"
+)
+
+_SPEC_RULES: list[JsonValue] = [
+    {
+        "rule": "self.replicaSpecs.all(a, self.replicaSpecs.exists_one(b, b.type == a.type))",
+        "message": "replica types must be unique",
+    },
+    {
+        "rule": "self.replicaSpecs.all(r, r.type != 'master' || !has(r.replicas)"
+        " || r.replicas == 1)",
+        "message": "the master replica type must have exactly 1 replica",
+    },
+    {
+        "rule": f"!has(self.elastic) || !({_ELASTIC_ON}) || (has(self.elastic.minReplicas)"
+        " && has(self.elastic.maxReplicas))",
+        "message": "elastic training needs elastic.minReplicas and elastic.maxReplicas",
+    },
+]
+
+
+class PyTorchReplicaSpec(ReplicaSpec):
+    """One type of replica: `master`, `worker`, or any other name (`node`, `ps`)."""
+
+    type: ReplicaType = Field(
+        description="Replica type: `master` (rank 0, exactly 1 replica), `worker`, or any other"
+        " lowercase DNS label (`node`, `ps`). It becomes part of pod names."
+    )
+    restart_policy: RestartPolicyType = Field(
+        default="Never",
+        description="Always, OnFailure, Never or ExitCode (retry exit codes 130, 137, 143, 138)."
+        " Defaults to Never. Overrides the template's restartPolicy.",
+    )
+    scaling_weight: int = Field(
+        default=1,
+        ge=1,
+        description="In elastic mode, the share of spec.elastic.expectedReplicas this type gets,"
+        " relative to the other non-master types (largest remainder). Defaults to 1.",
+    )
+
+
+class TorchrunConfig(ApiModel):
+    """Launch the training container as `torchrun <generated options> <args...>`."""
+
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _TORCHRUN_RULES}
+    )
+
+    enabled: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("enabled", "enable"),
+        serialization_alias="enabled",
+        description="Run the training container through torchrun; its command is then ignored"
+        " and its args are the script and the script's arguments. `enable` is accepted as an"
+        " alias.",
+    )
+    max_restarts: int | None = Field(
+        default=None,
+        ge=0,
+        description="torchrun --max_restarts: restarts of the worker group inside a pod before"
+        " the pod fails. torchrun's default (0) when unset.",
+    )
+    proc_per_node: int | str = Field(
+        default="1",
+        description="Processes per pod (torchrun --nproc_per_node): a positive number, or `gpu`"
+        " for the nvidia.com/gpu limit (else request) of the training container. Defaults to 1.",
+    )
+    rdzv_backend: str = Field(
+        default="c10d",
+        min_length=1,
+        description="torchrun --rdzv_backend: c10d (default, built into torch), etcd or etcd-v2.",
+    )
+    extra_options: list[str] = Field(
+        default_factory=list,
+        description="More torchrun options, appended after the generated ones (so they win).",
+    )
+
+    @field_validator("proc_per_node")
+    @classmethod
+    def _procs(cls, value: int | str) -> int | str:
+        ok = value >= 1 if isinstance(value, int) else value == "gpu" or bool(_PROCS.match(value))
+        if not ok:
+            raise ValueError(f"procPerNode must be a positive number or 'gpu', got {value!r}")
+        return value
+
+    def fixed_procs(self) -> int | None:
+        """Processes per pod when procPerNode is a number; None for `gpu`."""
+        return None if self.proc_per_node == "gpu" else int(self.proc_per_node)
+
+
+class PyTorchTrainingJobSpec(JobSpec):
+    """Distributed PyTorch training: replicas that find each other through MASTER_ADDR."""
+
+    model_config = JobSpec.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _SPEC_RULES}
+    )
+
+    replica_specs: list[PyTorchReplicaSpec] = Field(
+        min_length=1,
+        description="The replica types of the job. The master is the `master` replica, else"
+        " index 0 of the first type listed.",
+    )
+    torchrun_config: TorchrunConfig | None = Field(
+        default=None, description="Launch training through torchrun (torch.distributed.run)."
+    )
+    elastic: ElasticConfig | None = Field(
+        default=None,
+        description="Elastic training: expectedReplicas, clamped to [minReplicas, maxReplicas],"
+        " is the number of non-master pods and may change while the job runs.",
+    )
+    run_mode: RunMode | None = Field(default=None, description="Immediate (default), debug, pause.")
+    run_policy: RunPolicy | None = Field(
+        default=None, description="Cleanup, deadline and restart budget."
+    )
+    scheduler: SchedulePolicy | None = Field(
+        default=None, description="Scheduler of the pods; the cluster's default when unset."
+    )
+    tensorboard_spec: dict[str, Any] | None = Field(
+        default=None,
+        description="Spec of a TensorBoard (tensorstack.dev/v1beta1) created with the job, named"
+        " after it, to show the training logs.",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+
+    @field_validator("replica_specs")
+    @classmethod
+    def _replica_types(cls, specs: list[PyTorchReplicaSpec]) -> list[PyTorchReplicaSpec]:
+        types = [s.type for s in specs]
+        dupes = sorted({t for t in types if types.count(t) > 1})
+        if dupes:
+            raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+        for i, s in enumerate(specs):
+            if s.type == MASTER_TYPE and s.replicas != 1:
+                raise ValueError(
+                    f"replicaSpecs[{i}].replicas is {s.replicas}: the master replica type must"
+                    " have exactly 1 replica"
+                )
+        return specs
+
+    @field_validator("elastic")
+    @classmethod
+    def _elastic_range(cls, elastic: ElasticConfig | None) -> ElasticConfig | None:
+        # ElasticConfig checks min <= expected <= max itself; torchrun needs both bounds.
+        unbounded = elastic is not None and None in (elastic.min_replicas, elastic.max_replicas)
+        if elastic is not None and elastic.enabled and unbounded:
+            raise ValueError("elastic training needs minReplicas and maxReplicas")
+        return elastic
+
+
+class DependentStatus(ApiModel):
+    """The status of a child object the job depends on (its TensorBoard)."""
+
+    # Status is ours to write; fields added by a newer operator must not break an older one.
+    model_config = ApiModel.model_config | ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, description="Name of the sub-resource.")
+    dependent: dict[str, Any] | None = Field(
+        default=None, description="ObjectReference of the Kubernetes object."
+    )
+    ready: bool = Field(default=False, description="Whether the sub-resource is ready to work.")
+    reason: str | None = Field(default=None, description="Why it is in this status.")
+    action: str | None = Field(default=None, description="Action taken to reconcile it.")
+    note: str | None = Field(default=None, description="More information about this status.")
+    type: str | None = Field(default=None, description="Normal or Warning.")
+
+
+class PyTorchTrainingJobStatus(JobStatus):
+    """The shared job status plus the TensorBoard's."""
+
+    tensorboard: DependentStatus | None = Field(
+        default=None, description="The status of the TensorBoard, if the job has one."
+    )

@@ -1,0 +1,80 @@
+"""Builders of PyTorchTrainingJob manifests for the tests, and readers of rendered pods."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from t9kjobs.objects import find_container
+
+__all__ = [
+    "EXAMPLES",
+    "NOW",
+    "Obj",
+    "container",
+    "env_of",
+    "example",
+    "manifest",
+    "phase",
+    "replica",
+]
+
+Obj = dict[str, Any]
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "pytorchtrainingjob"
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def container(name: str = "pytorch", **fields: Any) -> Obj:
+    return {"name": name, "image": "pytorch/pytorch:2.0.0", **fields}
+
+
+def replica(type_: str, replicas: int = 1, *containers: Obj, **fields: Any) -> Obj:
+    """A replica spec; its one container runs `python train.py` unless `containers` are given."""
+    default = [container(command=["python", "train.py"])]
+    return {
+        "type": type_,
+        "replicas": replicas,
+        "template": {"spec": {"containers": list(containers) or default}},
+        **fields,
+    }
+
+
+def manifest(*replicas: Obj, name: str = "job", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
+        "metadata": {"name": name, "namespace": "ns", "uid": "job-uid"},
+        "spec": {"replicaSpecs": list(replicas), **spec},
+    }
+
+
+def example(name: str) -> Obj:
+    doc: Obj = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    return doc
+
+
+def env_of(pod: Obj) -> dict[str, str]:
+    """The env of a pod's training container (named `python`, else the first)."""
+    c = find_container(pod, "python")
+    assert c is not None
+    return {e["name"]: e["value"] for e in c.get("env") or [] if "value" in e}
+
+
+def phase(pod: Obj, phase_: str, exit_code: int | None = None) -> Obj:
+    """A copy of a created pod as the cluster reports it in `phase_` (with a uid)."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}"
+    if phase_ in ("Succeeded", "Failed"):
+        code = exit_code if exit_code is not None else (0 if phase_ == "Succeeded" else 1)
+        state: Obj = {"terminated": {"exitCode": code}}
+    elif phase_ == "Running":
+        state = {"running": {}}
+    else:
+        state = {"waiting": {"reason": "ContainerCreating"}}
+    statuses = [{"name": c["name"], "state": state} for c in pod["spec"]["containers"]]
+    pod["status"] = {"phase": phase_, "containerStatuses": statuses}
+    return pod

@@ -1,0 +1,99 @@
+"""The env contract: every pod agrees on the master, ranks are distinct, sizes add up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
+
+Render = Callable[[Obj], list[Obj]]
+
+
+def test_plain_ddp_one_process_per_pod(render: Render) -> None:
+    pods = render(example("ddp"))
+    envs = [env_of(p) for p in pods]
+    master = "pytorch-example-worker-0.pytorch-example"
+    assert [p["metadata"]["name"] for p in pods] == [
+        f"pytorch-example-worker-{i}" for i in range(4)
+    ]
+    assert {e["MASTER_ADDR"] for e in envs} == {master}
+    assert {e["PET_MASTER_ADDR"] for e in envs} == {master}
+    assert {e["MASTER_PORT"] for e in envs} == {"23456"}
+    assert {e["WORLD_SIZE"] for e in envs} == {"4"}
+    assert [e["RANK"] for e in envs] == ["0", "1", "2", "3"]
+    assert [e["PET_NODE_RANK"] for e in envs] == ["0", "1", "2", "3"]
+    assert {e["LOCAL_WORLD_SIZE"] for e in envs} == {"1"}
+    assert {e["PET_NNODES"] for e in envs} == {"4"}
+    assert {e["PET_NPROC_PER_NODE"] for e in envs} == {"1"}
+    # A static rendezvous: no rendezvous backend without torchrun or elastic.
+    assert not any(k.startswith("PET_RDZV") for e in envs for k in e)
+
+
+def test_pods_resolve_through_the_headless_service(render: Render) -> None:
+    pods = render(example("ddp"))
+    for pod in pods:
+        assert pod["spec"]["hostname"] == pod["metadata"]["name"]
+        assert pod["spec"]["subdomain"] == "pytorch-example"
+        assert pod["spec"]["restartPolicy"] == "Never"
+
+
+def test_master_type_is_rank_zero_wherever_it_is_listed(render: Render) -> None:
+    pods = render(manifest(replica("worker", 3), replica("master", 1)))
+    envs = {p["metadata"]["name"]: env_of(p) for p in pods}
+    assert envs["job-master-0"]["RANK"] == "0"
+    assert sorted(envs[f"job-worker-{i}"]["RANK"] for i in range(3)) == ["1", "2", "3"]
+    assert {e["MASTER_ADDR"] for e in envs.values()} == {"job-master-0.job"}
+    assert {e["WORLD_SIZE"] for e in envs.values()} == {"4"}
+
+
+def test_without_master_type_index_zero_of_the_first_type_is_master(render: Render) -> None:
+    pods = render(manifest(replica("ps", 2), replica("worker", 3)))
+    envs = [env_of(p) for p in pods]
+    assert [p["metadata"]["name"] for p in pods][:3] == ["job-ps-0", "job-ps-1", "job-worker-0"]
+    assert {e["MASTER_ADDR"] for e in envs} == {"job-ps-0.job"}
+    assert sorted(int(e["RANK"]) for e in envs) == list(range(5))
+
+
+def test_env_goes_to_the_python_container_only(render: Render) -> None:
+    sidecar = container("sidecar", command=["sleep", "inf"])
+    python = container("python", command=["python", "train.py"])
+    (pod,) = render(manifest(replica("worker", 1, sidecar, python)))
+    by_name = {c["name"]: c for c in pod["spec"]["containers"]}
+    assert "env" not in by_name["sidecar"]
+    assert env_of(pod)["RANK"] == "0"
+
+
+def test_user_env_is_kept_next_to_the_operators(render: Render) -> None:
+    own = container(command=["python", "t.py"], env=[{"name": "NCCL_DEBUG", "value": "INFO"}])
+    (pod,) = render(manifest(replica("worker", 1, own)))
+    env = env_of(pod)
+    assert env["NCCL_DEBUG"] == "INFO"
+    assert env["MASTER_ADDR"] == "job-worker-0.job"
+
+
+def test_torchrun_world_size_is_the_sum_of_processes(render: Render) -> None:
+    def gpus(n: int) -> Obj:
+        return container(args=["train.py"], resources={"limits": {"nvidia.com/gpu": n}})
+
+    doc = manifest(
+        replica("master", 1, gpus(2)),
+        replica("worker", 2, gpus(4)),
+        torchrunConfig={"enabled": True, "procPerNode": "gpu"},
+    )
+    envs = [env_of(p) for p in render(doc)]
+    assert {e["WORLD_SIZE"] for e in envs} == {"10"}  # 2 + 4 + 4
+    assert [e["LOCAL_WORLD_SIZE"] for e in envs] == ["2", "4", "4"]
+    assert [e["PET_NPROC_PER_NODE"] for e in envs] == ["2", "4", "4"]
+    assert [e["RANK"] for e in envs] == ["0", "1", "2"]  # node ranks
+    assert {e["PET_RDZV_ENDPOINT"] for e in envs} == {"job-master-0.job:23456"}
+    assert {e["PET_RDZV_ID"] for e in envs} == {"job-uid"}
+    assert {e["PET_RDZV_BACKEND"] for e in envs} == {"c10d"}
+
+
+def test_gpu_request_counts_when_no_limit(render: Render) -> None:
+    requested = container(args=["train.py"], resources={"requests": {"nvidia.com/gpu": "2"}})
+    doc = manifest(
+        replica("node", 2, requested), torchrunConfig={"enabled": True, "procPerNode": "gpu"}
+    )
+    envs = [env_of(p) for p in render(doc)]
+    assert {e["WORLD_SIZE"] for e in envs} == {"4"}

@@ -1,0 +1,134 @@
+"""The torchrun line: parsed with parsers mirroring torch.distributed.run's own options."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import pytest
+
+from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
+
+Render = Callable[[Obj], list[Obj]]
+
+# (option, dest, value type) of torch.distributed.run.get_args_parser(); flags have type None.
+_OPTIONS: list[tuple[str, type | None]] = [
+    ("nnodes", str),
+    ("nproc_per_node", str),
+    ("rdzv_backend", str),
+    ("rdzv_endpoint", str),
+    ("rdzv_id", str),
+    ("rdzv_conf", str),
+    ("standalone", None),
+    ("max_restarts", int),
+    ("monitor_interval", float),
+    ("start_method", str),
+    ("role", str),
+    ("no_python", None),
+    ("run_path", None),
+    ("log_dir", str),
+    ("node_rank", int),
+    ("master_addr", str),
+    ("master_port", int),
+    ("local_addr", str),
+]
+
+
+def torchrun_parser(*, dashes: bool) -> argparse.ArgumentParser:
+    """torchrun's options: underscore spellings (every torch), plus dash ones (torch >= 2.0)."""
+    parser = argparse.ArgumentParser(prog="torchrun")
+    for name, type_ in _OPTIONS:
+        spellings = [f"--{name}"]
+        if dashes and "_" in name:
+            spellings.insert(0, f"--{name.replace('_', '-')}")
+        if type_ is None:
+            parser.add_argument(*spellings, dest=name, action="store_true")
+        else:
+            parser.add_argument(*spellings, dest=name, type=type_)
+    parser.add_argument("-m", "--module", action="store_true")
+    parser.add_argument("training_script")
+    parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def command(pod: Obj) -> list[str]:
+    c = pod["spec"]["containers"][0]
+    assert "args" not in c
+    argv: list[str] = c["command"]
+    return argv
+
+
+@pytest.mark.parametrize("dashes", [False, True], ids=["torch-1.x", "torch-2.x"])
+def test_torchrun_line_parses(render: Render, dashes: bool) -> None:
+    pods = render(example("torchrun-gpu"))
+    parser = torchrun_parser(dashes=dashes)
+    for pod in pods:
+        argv = command(pod)
+        assert argv[0] == "torchrun"
+        ns = parser.parse_args(argv[1:])
+        env = env_of(pod)
+        assert ns.nnodes == "2"
+        assert ns.nproc_per_node == "4"  # procPerNode: gpu = the nvidia.com/gpu limit
+        assert ns.rdzv_backend == "c10d"
+        assert ns.rdzv_endpoint == f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}"
+        assert ns.rdzv_id == "<job-uid>"
+        assert ns.max_restarts == 3
+        assert ns.node_rank == int(env["RANK"])
+        assert ns.role == "node"  # extraOptions
+        assert ns.training_script == "torch_mnist_trainingjob.py"
+        assert ns.training_script_args == [
+            "--save_path=model_state_dict.pt",
+            "--log_dir=log",
+            "--backend=nccl",
+        ]
+    assert [torchrun_parser(dashes=dashes).parse_args(command(p)[1:]).node_rank for p in pods] == [
+        0,
+        1,
+    ]
+
+
+def test_elastic_line_has_a_node_range_and_no_node_rank(render: Render) -> None:
+    pods = render(example("elastic"))
+    assert len(pods) == 7
+    for pod in pods:
+        argv = command(pod)
+        ns = torchrun_parser(dashes=False).parse_args(argv[1:])
+        assert ns.nnodes == "4:10"
+        assert ns.node_rank is None
+        assert not any(a.startswith("--node_rank") for a in argv)
+        assert ns.rdzv_endpoint == "elastic-mnist-worker-0.elastic-mnist:23456"
+        assert ns.module is True  # args `-m training.module` reach torchrun
+        assert ns.training_script == "training.module"
+        assert ns.training_script_args == ["--backend=gloo"]
+
+
+def test_extra_options_come_after_generated_ones_so_they_win(render: Render) -> None:
+    doc = manifest(
+        replica("worker", 2, container(args=["train.py"])),
+        torchrunConfig={"enabled": True, "extraOptions": ["--nnodes=1:2", "--monitor_interval=1"]},
+    )
+    argv = command(render(doc)[0])
+    assert argv.index("--nnodes=2") < argv.index("--nnodes=1:2") < argv.index("train.py")
+    ns = torchrun_parser(dashes=False).parse_args(argv[1:])
+    assert (ns.nnodes, ns.monitor_interval, ns.nproc_per_node) == ("1:2", 1.0, "1")
+    assert ns.max_restarts is None  # not set: torchrun's default
+
+
+def test_the_python_container_is_the_training_container(render: Render) -> None:
+    sidecar = container("logger", command=["tail", "-f", "/dev/null"])
+    python = container("python", command=["python"], args=["train.py"])
+    doc = manifest(replica("worker", 1, sidecar, python), torchrunConfig={"enable": True})
+    (pod,) = render(doc)
+    by_name = {c["name"]: c for c in pod["spec"]["containers"]}
+    assert by_name["logger"]["command"] == ["tail", "-f", "/dev/null"]
+    assert by_name["python"]["command"][0] == "torchrun"
+    assert by_name["python"]["command"][-1] == "train.py"
+
+
+def test_without_torchrun_the_container_keeps_its_command(render: Render) -> None:
+    own = container(command=["python"], args=["train.py", "--lr=0.1"])
+    doc = manifest(replica("worker", 2, own), torchrunConfig={"enabled": False, "procPerNode": 8})
+    for pod in render(doc):
+        c = pod["spec"]["containers"][0]
+        assert (c["command"], c["args"]) == (["python"], ["train.py", "--lr=0.1"])
+        assert env_of(pod)["WORLD_SIZE"] == "2"  # one process a pod: procPerNode unused
