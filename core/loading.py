@@ -117,7 +117,9 @@ def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
     info = manager.kind_info(str(manifest["kind"]))
     spec = status = None
     try:
-        spec = info.spec_model.model_validate(manifest["spec"])
+        # By the wire names only: a snake_case spelling would pass here, then be pruned by the
+        # API server.
+        spec = info.spec_model.model_validate(manifest["spec"], by_alias=True, by_name=False)
     except ValidationError as exc:
         problems.extend(problems_from_validation_error(exc, "spec"))
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from t9kjobs.cli.crds import add_crds_parser
 from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.loading import JobError, load_documents, load_job
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
@@ -110,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plugins)
 
     add_operator_parser(sub)
+    add_crds_parser(sub)
     return parser
 
 

@@ -108,9 +108,7 @@ class Store:
                 self._tombstones[(namespace, name)] = (final, now)
                 if len(self._tombstones) > 1000:
                     horizon = now - self.TOMBSTONE_SECONDS
-                    self._tombstones = {
-                        k: v for k, v in self._tombstones.items() if v[1] > horizon
-                    }
+                    self._tombstones = {k: v for k, v in self._tombstones.items() if v[1] > horizon}
             return current
 
     def _unindex(self, key: Key, obj: Obj) -> None:

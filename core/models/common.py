@@ -3,13 +3,19 @@
 Where the user references spell a field differently from the API references, the API spelling
 is canonical and the other is accepted as an alias (`enable` for `enabled`, `Queue` for `queue`),
 so that no field a user writes from either document is silently dropped.
+
+Cross-field rules are declared twice: as CEL (`x-kubernetes-validations`, copied into the CRDs
+by `t9kjobs.crds`) for the API server's admission, and as pydantic validators for `t9kjobs
+validate`. Transition rules (those reading `oldSelf`) exist only as CEL: they need the stored
+object.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
+
 from t9kjobs.models._base import ApiModel, PodTemplate
 
 __all__ = [
@@ -45,6 +51,27 @@ def _enabled_field(description: str) -> bool:
         serialization_alias="enabled",
         description=description + " `enable` is accepted as an alias.",
     )
+
+
+class _OneSpelling(ApiModel):
+    """A model with aliased fields: two spellings of one field are an error, as in the CRD.
+
+    Without this, pydantic reports the second spelling as an unknown field, which hides why.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for info in cls.model_fields.values():
+                if isinstance(info.validation_alias, AliasChoices):
+                    given = [c for c in info.validation_alias.choices if c in data]
+                    if len(given) > 1:
+                        names = " or ".join(f"`{c}`" for c in given)
+                        raise ValueError(
+                            f"set only one of {names}: they are spellings of one field"
+                        )
+        return data
 
 
 class RestartPolicy(ApiModel):
@@ -83,7 +110,7 @@ class ReplicaDebugSet(ApiModel):
     )
 
 
-class DebugMode(ApiModel):
+class DebugMode(_OneSpelling):
     """Whether and how to start the job in debug mode."""
 
     enabled: bool = _enabled_field("Whether to enable debug mode.")
@@ -107,8 +134,33 @@ class ResumeSpec(ApiModel):
     )
 
 
-class PauseMode(ApiModel):
+# True when the stored (old) object is paused, whichever spelling of `enabled` it uses; a
+# transition rule only runs when the old object has a `pause` at all.
+_WAS_PAUSED = (
+    "((has(oldSelf.enabled) && oldSelf.enabled) || (has(oldSelf.enable) && oldSelf.enable))"
+)
+_RESUME_SPECS_FROZEN = (
+    f"!{_WAS_PAUSED} || (has(self.resumeSpecs) ? self.resumeSpecs : [])"
+    " == (has(oldSelf.resumeSpecs) ? oldSelf.resumeSpecs : [])"
+)
+
+
+class PauseMode(_OneSpelling):
     """Whether the job is paused (its pods deleted) and how it resumes."""
+
+    model_config = _OneSpelling.model_config | ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": _RESUME_SPECS_FROZEN,
+                    "message": "resumeSpecs cannot be changed while the job is paused; set them"
+                    " together with pause.enabled: true",
+                    "fieldPath": ".resumeSpecs",
+                    "reason": "FieldValueForbidden",
+                }
+            ]
+        }
+    )
 
     enabled: bool = _enabled_field("Whether to enable pause mode.")
     resume_specs: list[ResumeSpec] = Field(
@@ -152,7 +204,7 @@ class RunPolicy(ApiModel):
     )
 
 
-class T9kScheduler(ApiModel):
+class T9kScheduler(_OneSpelling):
     """Gang scheduling through the T9k scheduler (a PodGroup per job)."""
 
     queue: str = Field(
@@ -168,11 +220,56 @@ class T9kScheduler(ApiModel):
 class SchedulePolicy(ApiModel):
     """Which scheduler places the pods; the cluster's default scheduler when unset."""
 
-    t9k_scheduler: T9kScheduler | None = Field(default=None, description="T9k scheduler.")
+    # An explicit alias: the camelCase generator spells `t9k_scheduler` as `t9KScheduler`.
+    t9k_scheduler: T9kScheduler | None = Field(
+        default=None,
+        alias="t9kScheduler",
+        description="Gang scheduling by the T9k scheduler: a PodGroup per job, in a queue.",
+    )
 
 
-class ElasticConfig(ApiModel):
+_ELASTIC_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.minReplicas) || !has(self.maxReplicas)"
+        " || self.minReplicas <= self.maxReplicas",
+        "message": "minReplicas must be <= maxReplicas",
+        "fieldPath": ".minReplicas",
+    },
+    {
+        "rule": "!has(self.expectedReplicas) || !has(self.minReplicas)"
+        " || self.minReplicas <= self.expectedReplicas",
+        "message": "expectedReplicas must be >= minReplicas",
+        "fieldPath": ".expectedReplicas",
+    },
+    {
+        "rule": "!has(self.expectedReplicas) || !has(self.maxReplicas)"
+        " || self.expectedReplicas <= self.maxReplicas",
+        "message": "expectedReplicas must be <= maxReplicas",
+        "fieldPath": ".expectedReplicas",
+    },
+    {
+        "rule": "has(self.minReplicas) == has(oldSelf.minReplicas)"
+        " && (!has(self.minReplicas) || self.minReplicas == oldSelf.minReplicas)",
+        "message": "minReplicas cannot be changed once the job is created",
+        "fieldPath": ".minReplicas",
+        "reason": "FieldValueForbidden",
+    },
+    {
+        "rule": "has(self.maxReplicas) == has(oldSelf.maxReplicas)"
+        " && (!has(self.maxReplicas) || self.maxReplicas == oldSelf.maxReplicas)",
+        "message": "maxReplicas cannot be changed once the job is created",
+        "fieldPath": ".maxReplicas",
+        "reason": "FieldValueForbidden",
+    },
+]
+
+
+class ElasticConfig(_OneSpelling):
     """Elastic training: the worker count may change at run time within [min, max]."""
+
+    model_config = _OneSpelling.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _ELASTIC_RULES}
+    )
 
     enabled: bool = _enabled_field("Whether to enable elastic training.")
     min_replicas: int | None = Field(
@@ -182,17 +279,21 @@ class ElasticConfig(ApiModel):
         default=None, ge=1, description="Maximum number of replicas; immutable once created."
     )
     expected_replicas: int | None = Field(
-        default=None, ge=0, description="Desired number of replicas; may change at run time."
+        default=None,
+        ge=0,
+        description="Desired number of replicas, within [minReplicas, maxReplicas]; may change"
+        " at run time (it is the target of the scale subresource: `kubectl scale`).",
     )
 
     @model_validator(mode="after")
     def _bounds(self) -> ElasticConfig:
-        if (
-            self.min_replicas is not None
-            and self.max_replicas is not None
-            and self.min_replicas > self.max_replicas
-        ):
-            raise ValueError("minReplicas must be <= maxReplicas")
+        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"minReplicas ({low}) must be <= maxReplicas ({high})")
+        if want is not None and low is not None and want < low:
+            raise ValueError(f"expectedReplicas ({want}) must be >= minReplicas ({low})")
+        if want is not None and high is not None and want > high:
+            raise ValueError(f"expectedReplicas ({want}) must be <= maxReplicas ({high})")
         return self
 
     def replicas(self, default: int) -> int:

@@ -42,10 +42,10 @@ class _StatusModel(ApiModel):
 class ContainerStatus(_StatusModel):
     """The observed state of one container."""
 
-    name: str
+    name: str = Field(description="Container name.")
     state: str = Field(description="waiting, running or terminated.")
     exit_code: int | None = Field(default=None, description="Exit code, if terminated.")
-    reason: str | None = None
+    reason: str | None = Field(default=None, description="Why it is in this state (OOMKilled...).")
 
 
 class ReplicaStatus(_StatusModel):
@@ -61,43 +61,58 @@ class ReplicaStatus(_StatusModel):
 class TaskStatus(_StatusModel):
     """The observed state of one replica type."""
 
-    type: str
+    type: str = Field(description="Replica type.")
     restart_count: int = Field(default=0, description="Restarts performed for this type.")
-    replicas: list[ReplicaStatus] = Field(default_factory=list)
+    replicas: list[ReplicaStatus] = Field(
+        default_factory=list, description="The replicas of this type, one per pod name."
+    )
 
 
 class Aggregate(_StatusModel):
     """How many replicas are in each state."""
 
-    creating: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    unknown: int = 0
-    deleted: int = 0
+    creating: int = Field(default=0, description="Replicas whose pod is being created.")
+    pending: int = Field(default=0, description="Replicas whose pod is Pending.")
+    running: int = Field(default=0, description="Replicas whose pod is Running.")
+    succeeded: int = Field(default=0, description="Replicas whose pod Succeeded.")
+    failed: int = Field(default=0, description="Replicas whose pod Failed.")
+    unknown: int = Field(default=0, description="Replicas whose pod state is Unknown.")
+    deleted: int = Field(default=0, description="Replicas whose pod was deleted.")
 
 
 class JobCondition(_StatusModel):
     """One observation of the job's state; lastTransitionTime changes only with `status`."""
 
-    type: ConditionType
-    status: Literal["True", "False", "Unknown"]
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
+    type: ConditionType = Field(
+        description="Initialized, Running, ReplicaFailure, Completed, Failed, Paused or Degraded."
+    )
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str | None = Field(default=None, description="Why the condition last changed.")
+    message: str | None = Field(default=None, description="What happened, for people.")
+    last_transition_time: str | None = Field(
+        default=None, description="When the condition's status last changed (RFC 3339)."
+    )
 
 
 class JobStatus(_StatusModel):
     """The status subresource shared by every kind; a kind may extend it (KindInfo.status_model)."""
 
-    phase: JobPhase | None = None
-    tasks: list[TaskStatus] = Field(default_factory=list)
-    aggregate: Aggregate = Field(default_factory=Aggregate)
-    conditions: list[JobCondition] = Field(default_factory=list)
+    phase: JobPhase | None = Field(
+        default=None,
+        description="Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.",
+    )
+    tasks: list[TaskStatus] = Field(default_factory=list, description="Status by replica type.")
+    aggregate: Aggregate = Field(
+        default_factory=Aggregate, description="How many replicas are in each state."
+    )
+    conditions: list[JobCondition] = Field(
+        default_factory=list, description="The latest observations of the job's state."
+    )
     backoff_count: int = Field(default=0, description="Restarts performed, all replicas.")
-    start_time: str | None = None
-    completion_time: str | None = None
+    start_time: str | None = Field(
+        default=None, description="When the job started; activeDeadlineSeconds counts from it."
+    )
+    completion_time: str | None = Field(default=None, description="When the job finished.")
 
     @property
     def finished(self) -> bool:

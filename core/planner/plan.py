@@ -77,7 +77,18 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         result = _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
     else:
         result = _running(
-            job, before, status, pods, aux, pods_by_name, found, observed, life, ts, requeue, resumed
+            job,
+            before,
+            status,
+            pods,
+            aux,
+            pods_by_name,
+            found,
+            observed,
+            life,
+            ts,
+            requeue,
+            resumed,
         )
     hooks.update_status(job, result.status, observed.objects)
     return replace(result, status_changed=result.status != before)

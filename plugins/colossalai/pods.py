@@ -8,7 +8,8 @@ hostfile ConfigMap at `/t9k/hostfile`.
 Without a launcher container in the spec, one is derived from the worker container: the same
 image (and pull policy, pull secrets), working directory, environment and security context, so
 that it runs as the same user (whose `~/.ssh` is `authMountPath`) from the directory the workers
-will `cd` to; no resources, volumes, command or probes: it only drives ssh sessions.
+will `cd` to, and the pod template's labels and annotations; no resources, volumes, command or
+probes: it only drives ssh sessions.
 """
 
 from __future__ import annotations
@@ -93,6 +94,13 @@ def launcher_template(spec: ColossalAIJobSpec) -> Obj:
         for key in _COPIED_POD_FIELDS:
             if key in worker_spec and key not in pod_spec:
                 pod_spec[key] = copy.deepcopy(worker_spec[key])
+        # The worker template's labels and annotations too (policy, sidecar and simulator
+        # annotations address the job's pods as a whole); the launcher's own win.
+        worker_meta: Obj = spec.worker.template.get("metadata") or {}
+        meta: Obj = template.setdefault("metadata", {})
+        for key in ("labels", "annotations"):
+            if worker_meta.get(key):
+                meta[key] = {**copy.deepcopy(worker_meta[key]), **(meta.get(key) or {})}
     return template
 
 

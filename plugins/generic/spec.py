@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field, field_validator
+
 from t9kjobs.models import (
     ApiModel,
     CleanUpPolicy,
@@ -13,10 +14,14 @@ from t9kjobs.models import (
     SchedulePolicy,
 )
 
-__all__ = ["FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
+__all__ = ["MAX_REPLICA_TYPES", "FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
 FinishRule = dict[str, list[int]]
+
+# A bound on replicaSpecs keeps the CEL uniqueness rule (quadratic in the list's length) within
+# the API server's cost budget; `t9kjobs validate` enforces the same bound.
+MAX_REPLICA_TYPES = 32
 
 
 class ServicePort(ApiModel):
@@ -60,7 +65,19 @@ class GenericJobSpec(JobSpec):
     )
     scheduler: SchedulePolicy | None = Field(default=None, description="Scheduler of the pods.")
     replica_specs: list[ReplicaSpec] = Field(
-        min_length=1, description="The replica types of the job; at least one."
+        min_length=1,
+        max_length=MAX_REPLICA_TYPES,
+        description="The replica types of the job: at least one, at most"
+        f" {MAX_REPLICA_TYPES}, each type once.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.all(x, self.exists_one(y, y.type == x.type))",
+                    "message": "replica types must be unique: each type may appear only once"
+                    " in replicaSpecs",
+                }
+            ]
+        },
     )
 
     @field_validator("replica_specs")

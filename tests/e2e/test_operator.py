@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.operator import REPO, OperatorProcess, operator, simulate
+from tests.e2e.operator import REPO, OperatorProcess, operator, simulate, without_claims
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
 EXAMPLES = {
     "ColossalAIJob": "examples/colossalaijob/minimal.yaml",
+    "DeepSpeedJob": "examples/deepspeedjob/gpt-pretrain.yaml",
     "GenericJob": "examples/genericjob/torch-ddp.yaml",
+    "PyTorchTrainingJob": "examples/pytorchtrainingjob/master-worker.yaml",
 }
 OWNED = "pods,services,configmaps,secrets"
 
@@ -26,7 +28,7 @@ OWNED = "pods,services,configmaps,secrets"
 def load(path: str, namespace: str) -> dict[str, Any]:
     doc = dict(yaml.safe_load((REPO / path).read_text()))
     doc["metadata"]["namespace"] = namespace
-    return doc
+    return without_claims(doc)
 
 
 def rendered_pods(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -69,7 +71,9 @@ def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
     keys = ("name", "image", "command", "args", "env", "workingDir")
     out = []
     for c in pod["spec"]["containers"]:
-        mounts = [m for m in c.get("volumeMounts") or [] if not m["name"].startswith("kube-api-access")]
+        mounts = [
+            m for m in c.get("volumeMounts") or [] if not m["name"].startswith("kube-api-access")
+        ]
         out.append({**{k: c.get(k) for k in keys}, "volumeMounts": mounts})
     return out
 
@@ -77,7 +81,14 @@ def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
 def owned(cluster: Any, doc: dict[str, Any]) -> list[str]:
     meta = doc["metadata"]
     out = cluster.kubectl(
-        "get", OWNED, "-n", meta["namespace"], "-l", f"tensorstack.dev/owner-name={meta['name']}", "-o", "name"
+        "get",
+        OWNED,
+        "-n",
+        meta["namespace"],
+        "-l",
+        f"tensorstack.dev/owner-name={meta['name']}",
+        "-o",
+        "name",
     ).stdout
     return out.split()
 
@@ -109,12 +120,23 @@ def test_job_runs_to_success_and_is_garbage_collected(
     completed = [c for c in status["conditions"] if c["type"] == "Completed"]
     assert completed and completed[0]["status"] == "True"
 
-    events = get_json(cluster, "events", "-n", namespace, "--field-selector", f"involvedObject.name={doc['metadata']['name']}")
+    events = get_json(
+        cluster,
+        "events",
+        "-n",
+        namespace,
+        "--field-selector",
+        f"involvedObject.name={doc['metadata']['name']}",
+    )
     reasons = {e["reason"] for e in events["items"]}
     assert {"PodsCreated", "Succeeded"} <= reasons, reasons
 
     cluster.kubectl("delete", kind.lower(), doc["metadata"]["name"], "-n", namespace, "--wait=true")
-    cluster.poll(lambda: not owned(cluster, doc), timeout=120, message="garbage collection of the job's children")
+    cluster.poll(
+        lambda: not owned(cluster, doc),
+        timeout=120,
+        message="garbage collection of the job's children",
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))
@@ -130,12 +152,19 @@ def test_failing_job_names_the_pod_and_exit_code(
     assert "exit code 3" in failed[0]["message"]
 
 
-def test_metrics_health_and_structured_logs(cluster: Any, namespace: str, operator: OperatorProcess) -> None:
+def test_metrics_health_and_structured_logs(
+    cluster: Any, namespace: str, operator: OperatorProcess
+) -> None:
     assert operator.get("/healthz")[0] == 200
     assert operator.get("/readyz")[0] == 200
     code, text = operator.get("/metrics", operator.metrics_port)
     assert code == 200
-    for metric in ("t9kjobs_reconciles_total", "t9kjobs_api_requests_total", "t9kjobs_workqueue_depth", "t9kjobs_kind_served"):
+    for metric in (
+        "t9kjobs_reconciles_total",
+        "t9kjobs_api_requests_total",
+        "t9kjobs_workqueue_depth",
+        "t9kjobs_kind_served",
+    ):
         assert metric in text, metric
     job_lines = [line for line in operator.log_lines() if "job" in line]
     assert job_lines, "no log line names a job"

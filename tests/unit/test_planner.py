@@ -326,7 +326,9 @@ def test_absent_child_kinds_are_left_out_with_a_condition() -> None:
 def test_pods_marked_stop_when_finished_are_deleted_whatever_the_policy() -> None:
     sim = Sim(tiny_job(replicas=2, restart="Never"))
     sim.step()
-    sim.pod("tiny-worker-1")["metadata"]["annotations"]["batch.tensorstack.dev/stop-when-finished"] = "true"
+    sim.pod("tiny-worker-1")["metadata"]["annotations"][
+        "batch.tensorstack.dev/stop-when-finished"
+    ] = "true"
     sim.set("tiny-worker-1", "Running")
     sim.set("tiny-worker-0", "Failed", 1)
     p = sim.step()

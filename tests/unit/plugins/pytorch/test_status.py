@@ -181,7 +181,10 @@ def test_status_reports_the_tensorboard(manager: PluginManager, make_job: MakeJo
     assert isinstance(result.status, PyTorchTrainingJobStatus)
     # No TensorBoard in the cluster (yet): reported as such, not kept as it was.
     assert result.status.tensorboard is not None
-    assert (result.status.tensorboard.ready, result.status.tensorboard.reason) == (False, "NotFound")
+    assert (result.status.tensorboard.ready, result.status.tensorboard.reason) == (
+        False,
+        "NotFound",
+    )
     name = doc["metadata"]["name"]
     tensorboard = {
         "apiVersion": "tensorstack.dev/v1beta1",
