@@ -17,8 +17,6 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-SIM_EXIT = "sim.t9kjobs.dev/exit-code"
-SIM_SECONDS = "sim.t9kjobs.dev/run-seconds"
 
 
 def free_port() -> int:
@@ -119,50 +117,3 @@ def operator(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield op
     finally:
         op.stop()
-
-
-def simulate(manifest: dict[str, Any], exit_code: int = 0, seconds: int = 2) -> dict[str, Any]:
-    """Annotate every pod template of a job so KWOK runs its pods `seconds` and exits."""
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            template = node.get("template")
-            if isinstance(template, dict) and "spec" in template:
-                notes = template.setdefault("metadata", {}).setdefault("annotations", {})
-                notes[SIM_EXIT] = str(exit_code)
-                notes[SIM_SECONDS] = str(seconds)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(manifest.get("spec"))
-    return manifest
-
-
-def without_claims(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Drop PersistentVolumeClaim volumes (and their mounts) from every pod template: the test
-    cluster has no storage, and a pod waiting for a claim never starts."""
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            template = node.get("template")
-            if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-                pod = template["spec"]
-                claims = {
-                    v["name"] for v in pod.get("volumes") or [] if "persistentVolumeClaim" in v
-                }
-                if claims:
-                    pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in claims]
-                    for c in [*pod.get("containers", []), *pod.get("initContainers", [])]:
-                        mounts = [m for m in c.get("volumeMounts") or [] if m["name"] not in claims]
-                        c["volumeMounts"] = mounts
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(manifest.get("spec"))
-    return manifest
