@@ -10,7 +10,7 @@ CLUSTER_MK_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 
 .PHONY: cluster-build cluster-up cluster-down cluster-status
 
-## cluster-build: build the control-plane binaries into the cache (once; ~40 min cold on 2 cores)
+## cluster-build: build the control-plane binaries into the cache (once; ~8 min cold on 2 cores)
 cluster-build:
 	@bash $(CLUSTER_MK_DIR)/build.sh
 

@@ -84,25 +84,30 @@ SERVER="https://127.0.0.1:$P_API"
 cluster_log "generating certificates in $D/pki"
 P="$D/pki"
 newkey() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-newkey "$P/ca.key"
-openssl req -x509 -new -key "$P/ca.key" -subj "/CN=t9kjobs-test-ca" -days 3650 \
-	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
-	-out "$P/ca.crt" 2>/dev/null
-# sign NAME SUBJECT EXTENDED_KEY_USAGE [SAN]
+# newca NAME SUBJECT: self-signed CA $P/NAME.{crt,key}
+newca() {
+	newkey "$P/$1.key"
+	openssl req -x509 -new -key "$P/$1.key" -subj "$2" -days 3650 \
+		-addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+		-out "$P/$1.crt" 2>/dev/null
+}
+# sign NAME SUBJECT EXTENDED_KEY_USAGE [SAN]: $P/NAME.{crt,key} signed by the CA $SIGN_CA (ca)
 sign() {
-	local name=$1 subj=$2 eku=$3 san=${4:-}
+	local name=$1 subj=$2 eku=$3 san=${4:-} ca=${SIGN_CA:-ca}
 	newkey "$P/$name.key"
 	openssl req -new -key "$P/$name.key" -subj "$subj" -out "$P/$name.csr" 2>/dev/null
 	{
 		echo "basicConstraints=critical,CA:FALSE"
 		echo "keyUsage=critical,digitalSignature,keyEncipherment"
 		echo "extendedKeyUsage=$eku"
-		[[ -n "$san" ]] && echo "subjectAltName=$san"
+		if [[ -n "$san" ]]; then echo "subjectAltName=$san"; fi
 	} >"$P/$name.ext"
-	openssl x509 -req -in "$P/$name.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial \
+	openssl x509 -req -in "$P/$name.csr" -CA "$P/$ca.crt" -CAkey "$P/$ca.key" -CAcreateserial \
 		-days 3650 -extfile "$P/$name.ext" -out "$P/$name.crt" 2>/dev/null
 	rm -f "$P/$name.csr" "$P/$name.ext"
 }
+newca ca "/CN=t9kjobs-test-ca"
 sign apiserver "/CN=kube-apiserver" serverAuth \
 	"IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=t9kjobs-admin" clientAuth
@@ -111,6 +116,9 @@ sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
 # kwok writes node and pod status, node leases and deletes pods on behalf of every fake
 # kubelet; like kwokctl, we give it cluster-admin rights (it is test infrastructure).
 sign kwok "/O=system:masters/CN=kwok-controller" clientAuth
+# Front proxy (request-header authentication, for aggregated API servers): its own CA.
+newca front-proxy-ca "/CN=t9kjobs-front-proxy-ca"
+SIGN_CA=front-proxy-ca sign front-proxy-client "/CN=front-proxy-client" clientAuth
 # Service-account token signing key.
 newkey "$P/sa.key"
 openssl pkey -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null
@@ -218,6 +226,13 @@ start kube-apiserver "$BIN/kube-apiserver" \
 	--service-account-key-file="$P/sa.pub" \
 	--service-account-signing-key-file="$P/sa.key" \
 	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--requestheader-client-ca-file="$P/front-proxy-ca.crt" \
+	--requestheader-allowed-names=front-proxy-client \
+	--requestheader-username-headers=X-Remote-User \
+	--requestheader-group-headers=X-Remote-Group \
+	--requestheader-extra-headers-prefix=X-Remote-Extra- \
+	--proxy-client-cert-file="$P/front-proxy-client.crt" \
+	--proxy-client-key-file="$P/front-proxy-client.key" \
 	--endpoint-reconciler-type=none \
 	--allow-privileged=true \
 	--profiling=false \

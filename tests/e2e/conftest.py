@@ -152,8 +152,33 @@ class Cluster:
         """Stop the cluster if this run started it (idempotent)."""
         if not self.started_here or self._stopped:
             return
+        _run_script("down.sh", {**os.environ, "T9KJOBS_CLUSTER_DIR": str(self.dir)})
         self._stopped = True
-        subprocess.run(["bash", str(HACK / "down.sh")], check=False)
+
+
+def _run_script(name: str, env: dict[str, str] | None = None) -> int:
+    """Run ``hack/cluster/<name>`` to completion, even through Ctrl-C or SIGTERM.
+
+    The script runs in its own session, so a Ctrl-C at the terminal does not reach it (a
+    half-run down.sh would leave processes behind). An interrupt while up.sh runs stops
+    up.sh and its build (up.sh's exit trap then removes what it started) and is re-raised
+    once up.sh has exited;
+    an interrupt while down.sh runs is re-raised after down.sh finished.
+    """
+    proc = subprocess.Popen(["bash", str(HACK / name)], env=env, start_new_session=True)
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            rc = proc.wait()
+            break
+        except (KeyboardInterrupt, SystemExit) as exc:
+            interrupt = interrupt or exc
+            if name == "up.sh":  # its process group: up.sh and a build it runs
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+    if interrupt is not None:
+        raise interrupt
+    return rc
 
 
 def _running(directory: Path) -> bool:
@@ -184,7 +209,7 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
         if started is not None:
             started.stop()
         else:  # up.sh failed or was interrupted half-way: down.sh cleans what exists
-            subprocess.run(["bash", str(HACK / "down.sh")], check=False, env=env)
+            _run_script("down.sh", env)
 
     atexit.register(teardown)
     previous = signal.getsignal(signal.SIGTERM)
@@ -197,7 +222,9 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     try:
         with show:
             print(f"\n[e2e] starting the local cluster in {directory}", file=sys.stderr)
-            subprocess.run(["bash", str(HACK / "up.sh")], check=True, env=env)
+            rc = _run_script("up.sh", env)
+        if rc != 0:
+            pytest.fail(f"hack/cluster/up.sh failed (exit {rc}); logs in {directory}/logs")
         started = Cluster(directory, started_here=True)
         yield started
     finally:
