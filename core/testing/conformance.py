@@ -1,0 +1,1 @@
+"""The conformance kit (being written)."""

@@ -1,0 +1,1 @@
+"""Gang scheduling through the T9k scheduler: a PodGroup per job."""

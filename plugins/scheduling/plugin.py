@@ -1,0 +1,1 @@
+"""Hook implementations (being written)."""
