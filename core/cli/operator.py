@@ -28,6 +28,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         metrics_address=args.metrics_bind_address,
         health_address=args.health_probe_bind_address,
         identity=args.identity,
+        discovery_interval=args.discovery_interval,
     )
     return Operator(options, manager).run()
 
@@ -67,6 +68,13 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--health-probe-bind-address",
         default="127.0.0.1:8081",
         help="address of /healthz and /readyz (host:port; port 0 disables)",
+    )
+    p.add_argument(
+        "--discovery-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often to look for CRDs installed after start-up (default 30)",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

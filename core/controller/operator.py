@@ -43,6 +43,7 @@ class Options:
     health_address: str = "127.0.0.1:8081"
     identity: str = ""
     impersonate: str | None = None
+    discovery_interval: float = 30.0
 
 
 class Operator:
@@ -68,6 +69,16 @@ class Operator:
         self.child_stores: dict[str, Store] = {}
         self._synced = threading.Event()
         self.leading = threading.Event()
+        self._reported: set[str] = set()
+        self.reconciler = Reconciler(
+            self.transport,
+            manager,
+            self.job_resources,
+            self.job_stores,
+            self.child_stores,
+            frozenset(CHILD_RESOURCES),
+            identity=self.identity,
+        )
 
     # -- discovery ---------------------------------------------------------------------------
 
@@ -81,26 +92,35 @@ class Operator:
             raise
         return {r["kind"] for r in answer.get("resources", []) if "/" not in r["name"]}
 
-    def discover(self) -> frozenset[str]:
-        """Serve each plugin kind whose CRD is installed; return the absent child kinds."""
+    def discover(self) -> tuple[dict[str, Resource], frozenset[str]]:
+        """The plugin kinds whose CRD is installed, and the child kinds the cluster lacks."""
         served = self._served(f"{API_GROUP}/v1beta1")
-        for kind, info in sorted(self.manager.kinds.items()):
-            if kind in served:
-                self.job_resources[kind] = job_resource(info)
-                self.metrics.kinds_served.labels(kind).set(1)
-            else:
-                self.metrics.kinds_served.labels(kind).set(0)
+        kinds = {
+            kind: job_resource(info)
+            for kind, info in sorted(self.manager.kinds.items())
+            if kind in served
+        }
+        absent = frozenset(
+            kind
+            for kind, resource in CHILD_RESOURCES.items()
+            if resource.group and kind not in self._served(resource.api_version)
+        )
+        return kinds, absent
+
+    def _report(self, kinds: dict[str, Resource], absent: frozenset[str]) -> None:
+        for kind in sorted(self.manager.kinds):
+            self.metrics.kinds_served.labels(kind).set(1 if kind in kinds else 0)
+            if kind not in kinds and kind not in self._reported:
                 log.warning(
                     "kind %s is not served: its CRD is not installed (t9kjobs crds | kubectl"
                     " apply -f -); the other kinds are served",
                     kind,
                 )
-        absent = set()
-        for kind, resource in CHILD_RESOURCES.items():
-            if resource.group and kind not in self._served(resource.api_version):
-                absent.add(kind)
-                log.info("child kind %s is not served by this cluster", kind)
-        return frozenset(absent)
+        for kind in sorted(absent - self._reported):
+            log.info(
+                "child kind %s is not served by this cluster; jobs that need it are Degraded", kind
+            )
+        self._reported = set(self.manager.kinds) - set(kinds) | set(absent)
 
     # -- events -> queue ---------------------------------------------------------------------
 
@@ -121,37 +141,58 @@ class Operator:
 
     # -- running -----------------------------------------------------------------------------
 
-    def _start_informers(self, absent: frozenset[str]) -> None:
+    def _serve(self, kinds: dict[str, Resource], absent: frozenset[str]) -> bool:
+        """Start informers for the job kinds and child kinds not served yet, wait until they
+        synced, then hand their stores to the reconciler. The maps are replaced, never changed
+        in place, so a worker never sees one change under it. True when anything was added."""
         namespaces: list[str | None] = list(self.options.namespaces) or [None]
-        for kind, resource in self.job_resources.items():
-            store = self.job_stores[kind] = Store()
-            for ns in namespaces:
-                self.informers.append(
-                    Informer(self.transport, resource, self._on_job, namespace=ns, store=store)
-                )
-        for kind, resource in CHILD_RESOURCES.items():
-            if kind in absent:
+        job_stores, job_resources = dict(self.job_stores), dict(self.job_resources)
+        child_stores = dict(self.child_stores)
+        started: list[Informer] = []
+        for kind, resource in kinds.items():
+            if kind in job_stores:
                 continue
-            store = self.child_stores[kind] = Store()
-            for ns in namespaces:
-                self.informers.append(
-                    Informer(
-                        self.transport,
-                        resource,
-                        self._on_child,
-                        namespace=ns,
-                        label_selector=LABEL_OWNER_KIND,
-                        store=store,
-                    )
+            store = job_stores[kind] = Store()
+            job_resources[kind] = resource
+            started += [
+                Informer(self.transport, resource, self._on_job, namespace=ns, store=store)
+                for ns in namespaces
+            ]
+        for kind, resource in CHILD_RESOURCES.items():
+            if kind in absent or kind in child_stores:
+                continue
+            store = child_stores[kind] = Store()
+            started += [
+                Informer(
+                    self.transport,
+                    resource,
+                    self._on_child,
+                    namespace=ns,
+                    label_selector=LABEL_OWNER_KIND,
+                    store=store,
                 )
-        for informer in self.informers:
+                for ns in namespaces
+            ]
+        # Child informers first: a job reconciled before its children are cached would
+        # create them again (harmlessly, AlreadyExists) and report them missing.
+        started.sort(key=lambda i: i.resource.kind in job_resources)
+        for informer in started:
             informer.start()
-        for informer in self.informers:
+            self.informers.append(informer)
+        for informer in started:
             while not informer.synced.wait(1.0):
                 if self.stop.is_set():
-                    return
-        self._synced.set()
-        log.info("caches synced: %d informer(s)", len(self.informers))
+                    return False
+        self.job_stores, self.job_resources, self.child_stores = (
+            job_stores,
+            job_resources,
+            child_stores,
+        )
+        self.reconciler.job_stores = job_stores
+        self.reconciler.job_resources = job_resources
+        self.reconciler.child_stores = child_stores
+        self.reconciler.absent_kinds = absent
+        return bool(started)
 
     def _work(self, reconciler: Reconciler) -> None:
         while True:
@@ -187,9 +228,8 @@ class Operator:
                 self.metrics.reconcile_seconds.labels(kind).observe(time.monotonic() - started)
 
     def run_controllers(self) -> None:
-        absent = self.discover()
-        if not self.job_resources:
-            log.error("no kind is served: install the CRDs (kubectl apply -f crds/)")
+        kinds, absent = self.discover()
+        self._report(kinds, absent)
         self.metrics.watch_jobs(
             lambda: (
                 (kind, str((o.get("status") or {}).get("phase") or "Pending"))
@@ -197,21 +237,32 @@ class Operator:
                 for o in store.all()
             )
         )
-        self._start_informers(absent)
-        reconciler = Reconciler(
-            self.transport,
-            self.manager,
-            self.job_resources,
-            self.job_stores,
-            self.child_stores,
-            absent,
-            identity=self.identity,
-        )
+        self._serve(kinds, absent)
+        self._synced.set()
+        log.info("caches synced: %d informer(s)", len(self.informers))
         for i in range(self.options.workers):
             threading.Thread(
-                target=self._work, args=(reconciler,), name=f"worker-{i}", daemon=True
+                target=self._work, args=(self.reconciler,), name=f"worker-{i}", daemon=True
             ).start()
         log.info("serving kinds: %s", ", ".join(sorted(self.job_resources)) or "none")
+        threading.Thread(target=self._rediscover, name="discovery", daemon=True).start()
+
+    def _rediscover(self) -> None:
+        """CRDs installed after start-up (a kind, PodGroup, TensorBoard) are served without a
+        restart: discovery runs again every `discovery_interval` seconds."""
+        while not self.stop.wait(self.options.discovery_interval):
+            try:
+                kinds, absent = self.discover()
+            except Exception as exc:
+                log.warning("discovery failed: %s", exc)
+                continue
+            self._report(kinds, absent)
+            if self._serve(kinds, absent):
+                log.info("now serving kinds: %s", ", ".join(sorted(self.job_resources)))
+                for kind, store in self.job_stores.items():
+                    for job in store.all():  # jobs that waited for a child kind
+                        meta = job["metadata"]
+                        self.queue.add((kind, meta["namespace"], meta["name"]))
 
     def ready(self) -> bool:
         """Ready once the caches are synced; a standby replica is ready while it waits."""
