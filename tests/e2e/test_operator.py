@@ -170,3 +170,18 @@ def test_metrics_health_and_structured_logs(
     job_lines = [line for line in operator.log_lines() if "job" in line]
     assert job_lines, "no log line names a job"
     assert all("/" in line["job"] and line.get("kind") for line in job_lines)
+
+
+def test_a_job_the_plugin_rejects_fails_with_the_field_named(
+    cluster: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    doc = simulate(load(EXAMPLES["GenericJob"], namespace))
+    doc["spec"]["successRules"] = [{"chief": [0]}]  # admitted by the schema, refused by the plugin
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+    watch_phases(cluster, doc, "Failed")
+    failed = next(c for c in job_status(cluster, doc)["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "spec.successRules[0].chief: no replica type 'chief' in the job" in failed["message"]
+    events = get_json(cluster, "events", "-n", namespace, "--field-selector", "reason=InvalidSpec")
+    assert [e["type"] for e in events["items"]] == ["Warning"]
+    assert not owned(cluster, doc)  # nothing was created for it
