@@ -45,6 +45,7 @@ __all__ = [
     "t9kjobs_build_pods",
     "t9kjobs_compute_status",
     "t9kjobs_kinds",
+    "t9kjobs_update_status",
     "t9kjobs_validate",
 ]
 
