@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds demo clean
+.PHONY: venv test unit lint typecheck layers layout check crds conformance plugin-guide demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,8 +43,23 @@ check: lint typecheck layers
 crds: $(STAMP)
 	$(BIN)/t9kjobs crds --output-dir crds
 
-# Every tier: static checks, unit and conformance tests, end-to-end tests on the local cluster.
-test: $(STAMP) check
+# The conformance kit on the bundled plugins and on the template plugin, installed beside the
+# project the way a third party's would be (into build/, so it stays out of crds/).
+PLUGIN_TEMPLATE := build/plugin-template
+conformance: $(STAMP)
+	$(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=generic,pytorch,deepspeed,colossalai --t9kjobs-examples=examples
+	rm -rf $(PLUGIN_TEMPLATE) && $(BIN)/pip install --quiet --no-build-isolation --no-deps --target $(PLUGIN_TEMPLATE) ./examples/plugin-template
+	rm -rf examples/plugin-template/build examples/plugin-template/*.egg-info
+	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=mpijob --t9kjobs-examples=examples/plugin-template/examples
+	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs render examples/plugin-template/examples/pi.yaml | grep -q '^  name: mpi-pi-launcher$$'
+	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs crds --stdout | grep -q '^  name: mpijobs.batch.tensorstack.dev$$'
+
+# Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
+plugin-guide: $(STAMP)
+	$(BIN)/python hack/gen_plugin_guide.py
+
+# Every tier: static checks, unit tests, the conformance kit, end-to-end tests on the local cluster.
+test: $(STAMP) check conformance
 	$(BIN)/pytest tests
 
 # A local control plane, the operator, one example job of every kind run to completion.

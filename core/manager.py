@@ -9,7 +9,7 @@ order.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
@@ -90,8 +90,10 @@ class KindHooks:
         results = self._hook.t9kjobs_build_auxiliary_objects(job=job, pods=pods)
         return own + [obj for result in reversed(results) for obj in result]
 
-    def mutate_pod(self, job: Job, pod: DesiredPod) -> None:
-        self._hook.t9kjobs_mutate_pod(job=job, pod=pod)
+    def mutate_pod(
+        self, job: Job, pod: DesiredPod, absent_kinds: frozenset[str] = frozenset()
+    ) -> None:
+        self._hook.t9kjobs_mutate_pod(job=job, pod=pod, absent_kinds=absent_kinds)
 
 
 class PluginManager:
@@ -130,6 +132,16 @@ class PluginManager:
             self._owners[info.kind] = name
         self._infos[name] = PluginInfo(name, distribution, version, tuple(i.kind for i in declared))
         self._kind_hooks.clear()
+
+    def add_hookcall_monitoring(
+        self,
+        before: Callable[[str, Sequence[pluggy.HookImpl], Mapping[str, Any]], None],
+        after: Callable[[Any, str, Sequence[pluggy.HookImpl], Mapping[str, Any]], None],
+    ) -> Callable[[], None]:
+        """Call `before` and `after` around every hook call (the conformance kit's I/O guard);
+        returns the function that stops it."""
+        undo: Callable[[], None] = self._pm.add_hookcall_monitoring(before, after)
+        return undo
 
     def block(self, name: str) -> None:
         self._pm.set_blocked(name)

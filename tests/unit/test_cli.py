@@ -62,9 +62,9 @@ def test_unknown_kind_malformed_yaml_and_missing_file(tmp_path: Path) -> None:
     unknown = run(
         "validate",
         "-",
-        stdin="apiVersion: batch.tensorstack.dev/v1beta1\nkind: MPIJob\nmetadata: {name: a}\nspec: {}\n",
+        stdin="apiVersion: batch.tensorstack.dev/v1beta1\nkind: NoSuchJob\nmetadata: {name: a}\nspec: {}\n",
     )
-    assert unknown.returncode == 1 and "unknown kind 'MPIJob'" in unknown.stderr
+    assert unknown.returncode == 1 and "unknown kind 'NoSuchJob'" in unknown.stderr
     malformed = run("validate", "-", stdin="kind: [unclosed\n")
     assert malformed.returncode == 1 and "malformed YAML" in malformed.stderr
     missing = run("render", str(tmp_path / "nope.yaml"))
