@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds conformance plugin-guide demo clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ check: lint typecheck layers
 # Regenerate crds/ from the models (a unit test fails while crds/ is stale).
 crds: $(STAMP)
 	$(BIN)/t9kjobs crds --output-dir crds
+	$(BIN)/python hack/sync_chart_crds.py
+
+# helm and hadolint into ~/.cache/t9kjobs/bin/tools (the unit tests install them when missing).
+tools:
+	@bash hack/install-tools.sh
 
 # The conformance kit on the bundled plugins and on the template plugin, installed beside the
 # project the way a third party's would be (into build/, so it stays out of crds/).

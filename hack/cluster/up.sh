@@ -15,6 +15,8 @@
 #   T9KJOBS_ETCD_PORT, T9KJOBS_ETCD_PEER_PORT, T9KJOBS_APISERVER_PORT, T9KJOBS_KCM_PORT,
 #   T9KJOBS_SCHEDULER_PORT                   fixed ports (default: free ones picked at start)
 #   T9KJOBS_UP_TIMEOUT (180)                 seconds to wait for each readiness step
+#   T9KJOBS_AUDIT=1                          audit log of service accounts' requests (outside
+#                                            kube-system) in logs/audit.log (docs/cluster.md)
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -213,7 +215,27 @@ start etcd "$BIN/etcd" \
 etcd_healthy() { python3 -c 'import sys,urllib.request; sys.exit(0 if b"true" in urllib.request.urlopen(sys.argv[1], timeout=2).read() else 1)' "http://127.0.0.1:$P_ETCD/health"; }
 wait_for "etcd on 127.0.0.1:$P_ETCD" etcd etcd_healthy
 
+# Opt-in audit log: what a service account really asks of the API server (to check an RBAC role
+# against it). Metadata level, and nothing of kube-system's controllers, so it stays small.
+AUDIT_ARGS=()
+if [[ ${T9KJOBS_AUDIT:-} == 1 ]]; then
+	cat >"$D/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  userGroups: ["system:serviceaccounts:kube-system"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+EOF
+	AUDIT_ARGS=(--audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log")
+	echo "AUDIT_LOG=$D/logs/audit.log" >>"$D/cluster.env"
+fi
+
 start kube-apiserver "$BIN/kube-apiserver" \
+	"${AUDIT_ARGS[@]}" \
 	--bind-address=127.0.0.1 \
 	--advertise-address=127.0.0.1 \
 	--secure-port="$P_API" \

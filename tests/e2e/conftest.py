@@ -199,7 +199,12 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
         yield Cluster(directory, started_here=False)
         return
 
-    env = {**os.environ, "T9KJOBS_CLUSTER_DIR": str(directory)}
+    # The audit log lets tests see the requests a client made (the RBAC minimality check).
+    env = {
+        "T9KJOBS_AUDIT": "1",
+        **os.environ,
+        "T9KJOBS_CLUSTER_DIR": str(directory),
+    }
     capman = pytestconfig.pluginmanager.getplugin("capturemanager")
     # Show build/start progress live (a cold build takes a while).
     show = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()

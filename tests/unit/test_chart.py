@@ -1,0 +1,267 @@
+"""The Helm chart `deploy/helm/t9k-jobs`: `helm lint`, and what `helm template` renders.
+
+helm is built once from its Go module by `hack/install-tools.sh` (about 4.5 min on a fresh
+machine, then cached). Whether the rendered RBAC is enough, and no more, is proven on the
+local control plane by tests/e2e/test_install_rbac.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from t9kjobs.cli.main import _parser
+from t9kjobs.manager import PluginManager
+from tests.unit.conftest import REPO
+
+__all__ = ["CHART", "install_tool", "render_chart"]
+
+CHART = REPO / "deploy" / "helm" / "t9k-jobs"
+RELEASE, NAMESPACE = "t9k-jobs", "t9k-system"
+Obj = dict[str, Any]
+
+
+def install_tool(name: str) -> Path:
+    """The path of a tool of hack/install-tools.sh, installed first when missing."""
+    out = subprocess.run(
+        ["bash", str(REPO / "hack" / "install-tools.sh"), name],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    ).stdout
+    return Path(out.strip())
+
+
+def render_chart(
+    helm: Path, values: Obj | None = None, namespace: str = NAMESPACE, release: str = RELEASE
+) -> list[Obj]:
+    """The chart's objects as `helm template` renders them (CRDs excluded)."""
+    proc = subprocess.run(
+        [str(helm), "template", release, str(CHART), "--namespace", namespace, "--values", "-"],
+        input=yaml.safe_dump(values or {}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    return install_tool("helm")
+
+
+@pytest.fixture(scope="module")
+def render(helm: Path) -> Callable[..., list[Obj]]:
+    return lambda values=None: render_chart(helm, values)
+
+
+def by_kind(objects: list[Obj], kind: str) -> list[Obj]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def one(objects: list[Obj], kind: str) -> Obj:
+    found = by_kind(objects, kind)
+    assert len(found) == 1, f"{len(found)} {kind}(s)"
+    return found[0]
+
+
+def container(objects: list[Obj]) -> Obj:
+    containers = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def operator_args(objects: list[Obj]) -> Any:
+    """The Deployment's args as `t9kjobs operator` parses them (unknown flags fail)."""
+    return _parser().parse_args(["operator", *container(objects)["args"]])
+
+
+def test_helm_lint_strict_passes(helm: Path) -> None:
+    proc = subprocess.run(
+        [str(helm), "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 chart(s) failed" in proc.stdout
+
+
+def test_chart_crds_are_the_generated_crds() -> None:
+    """Helm installs `crds/` verbatim: it must be `make crds`'s output (hack/sync_chart_crds.py)."""
+    top = {p.name: p.read_text() for p in (REPO / "crds").glob("*.yaml")}
+    chart = {p.name: p.read_text() for p in (CHART / "crds").glob("*.yaml")}
+    assert sorted(chart) == sorted(top), "run: .venv/bin/python hack/sync_chart_crds.py"
+    stale = [name for name in top if chart[name] != top[name]]
+    assert not stale, f"stale chart CRDs {stale}; run: .venv/bin/python hack/sync_chart_crds.py"
+
+
+def test_chart_version_is_the_distributions() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"]
+    assert chart["version"] == project["version"]
+
+
+def test_defaults_render_every_object_once(render: Callable[..., list[Obj]]) -> None:
+    objects = render()
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+    for o in objects:
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert o["metadata"]["namespace"] == NAMESPACE, o["kind"]
+        assert o["metadata"]["labels"]["app.kubernetes.io/part-of"] == "t9k-jobs"
+
+
+def test_rbac_names_exact_resources_and_verbs(
+    render: Callable[..., list[Obj]], manager: PluginManager
+) -> None:
+    objects = render()
+    rules = [
+        r
+        for role in by_kind(objects, "ClusterRole") + by_kind(objects, "Role")
+        for r in role["rules"]
+    ]
+    for rule in rules:
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key] and rule[key], rule
+        assert "nonResourceURLs" not in rule  # discovery is granted to every authenticated user
+    cluster_rules = one(objects, "ClusterRole")["rules"]
+    granted = {
+        (group, resource): set(rule["verbs"])
+        for rule in cluster_rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    bundled = {p.name for p in manager.plugins() if p.distribution == "t9k-jobs"}
+    plurals = sorted(i.plural for k, i in manager.kinds.items() if manager.owner_of(k) in bundled)
+    assert len(plurals) >= 4
+    for plural in plurals:
+        assert granted[("batch.tensorstack.dev", plural)] == {"list", "watch"}
+        assert granted[("batch.tensorstack.dev", f"{plural}/status")] == {"update"}
+        assert granted[("batch.tensorstack.dev", f"{plural}/finalizers")] == {"update"}
+    job_kinds = {r for g, r in granted if g == "batch.tensorstack.dev" and "/" not in r}
+    assert sorted(job_kinds) == plurals
+    assert granted[("", "pods")] == {"list", "watch", "create", "delete"}
+    assert granted[("", "secrets")] == {"list", "watch", "create", "delete"}
+    assert granted[("", "events")] == {"create"}
+    lease = one(objects, "Role")["rules"]
+    assert {(tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in lease} == {
+        (("create",), ()),
+        (("get", "update"), ("t9k-jobs-operator",)),
+    }
+
+
+def test_bindings_grant_the_service_account(render: Callable[..., list[Obj]]) -> None:
+    objects = render()
+    account = one(objects, "ServiceAccount")["metadata"]["name"]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    cluster_binding = one(objects, "ClusterRoleBinding")
+    assert cluster_binding["subjects"] == [subject]
+    assert cluster_binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
+    lease_binding = one(objects, "RoleBinding")
+    assert lease_binding["subjects"] == [subject]
+    assert lease_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": one(objects, "Role")["metadata"]["name"],
+    }
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account
+
+
+def test_watched_namespaces_get_role_bindings_not_a_cluster_binding(
+    render: Callable[..., list[Obj]],
+) -> None:
+    objects = render({"watchNamespaces": ["team-a", "team-b"]})
+    assert not by_kind(objects, "ClusterRoleBinding")
+    role = one(objects, "ClusterRole")["metadata"]["name"]
+    bindings = {
+        b["metadata"]["namespace"]: b["roleRef"]
+        for b in by_kind(objects, "RoleBinding")
+        if b["roleRef"]["kind"] == "ClusterRole"
+    }
+    assert bindings == {
+        ns: {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}
+        for ns in ("team-a", "team-b")
+    }
+    assert operator_args(objects).namespace == ["team-a", "team-b"]
+
+
+def test_deployment_runs_two_replicas_with_leader_election(
+    render: Callable[..., list[Obj]],
+) -> None:
+    objects = render()
+    assert one(objects, "Deployment")["spec"]["replicas"] == 2
+    args = operator_args(objects)
+    assert args.leader_elect is True
+    assert args.leader_election_namespace == NAMESPACE
+    assert args.leader_election_id == "t9k-jobs-operator"
+    assert args.namespace == []
+    assert (args.metrics_bind_address, args.health_probe_bind_address) == (":8080", ":8081")
+
+
+def test_values_reach_the_operator_flags(render: Callable[..., list[Obj]]) -> None:
+    values = {"logLevel": "debug", "qps": 20, "burst": 40, "workers": 4, "replicaCount": 1}
+    objects = render({**values, "leaderElection": {"enabled": False}, "blockPlugins": ["a", "b"]})
+    args = operator_args(objects)
+    assert (args.log_level, args.qps, args.burst, args.workers) == ("debug", 20.0, 40, 4)
+    assert args.leader_elect is False
+    assert not by_kind(objects, "Role")
+    assert container(objects)["env"] == [{"name": "T9KJOBS_BLOCK_PLUGINS", "value": "a,b"}]
+
+
+def test_extra_job_resources_get_the_job_rules(render: Callable[..., list[Obj]]) -> None:
+    objects = render({"rbac": {"extraJobResources": ["mpijobs"]}})
+    resources = {r for rule in one(objects, "ClusterRole")["rules"] for r in rule["resources"]}
+    assert {"mpijobs", "mpijobs/status", "mpijobs/finalizers"} <= resources
+
+
+def test_pod_is_hardened_and_probed(render: Callable[..., list[Obj]]) -> None:
+    objects = render()
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    c = container(objects)
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert set(c["resources"]) == {"requests", "limits"}
+    assert set(c["resources"]["requests"]) == set(c["resources"]["limits"]) == {"cpu", "memory"}
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    args = operator_args(objects)
+    assert ports == {
+        "metrics": int(args.metrics_bind_address.rpartition(":")[2]),
+        "health": int(args.health_probe_bind_address.rpartition(":")[2]),
+    }
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert c["image"] == "t9k-jobs:0.1.0"
+
+
+def test_metrics_service_selects_the_operator_pods(render: Callable[..., list[Obj]]) -> None:
+    objects = render()
+    service = one(objects, "Service")
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert not by_kind(render({"metrics": {"service": {"enabled": False}}}), "Service")
