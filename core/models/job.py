@@ -36,6 +36,9 @@ class Lifecycle:
     # Replica types whose pods the cleanup never deletes (ColossalAIJob keeps its launcher).
     clean_up_keeps: frozenset[str] = frozenset()
     scheduler: SchedulePolicy | None = None
+    # The fewest pods the job can run with (elastic jobs: their minimum); None: all of its pods.
+    # Gang scheduling asks for this many pods at once (the PodGroup's minMember).
+    min_available: int | None = None
 
 
 class JobSpec(ApiModel):

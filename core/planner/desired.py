@@ -14,12 +14,15 @@ def _by_type(specs: list[ReplicaDebugSet] | list[ResumeSpec], type_: str) -> obj
     return next((s for s in specs if s.type == type_), None)
 
 
-def desired_pods(job: Job, hooks: EngineHooks, life: Lifecycle, resumed: bool) -> list[DesiredPod]:
+def desired_pods(
+    job: Job, hooks: EngineHooks, life: Lifecycle, resumed: bool, absent_kinds: frozenset[str]
+) -> list[DesiredPod]:
     """Every pod of the job in its current run mode (not called while paused).
 
     Debug mode replaces the training container's command (the replica type's override, else
     the pod's own debug command, else the kind's default) and may drop init containers.
-    After a pause, `resumeSpecs` override command, args and init containers.
+    After a pause, `resumeSpecs` override command, args and init containers. The cross-cutting
+    mutations learn which child kinds the cluster lacks, so that a pod never depends on one.
     """
     pods = hooks.build_pods(job)
     mode = life.run_mode
@@ -55,5 +58,5 @@ def desired_pods(job: Job, hooks: EngineHooks, life: Lifecycle, resumed: bool) -
             if launch is not None and container is not None:
                 container["command"] = list(launch)
                 container.pop("args", None)
-        hooks.mutate_pod(job, pod)
+        hooks.mutate_pod(job, pod, absent_kinds)
     return pods

@@ -51,16 +51,21 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     ts = rfc3339(now)
     life = job.spec.lifecycle()
     if status.finished:
-        deletes = _cleanup(observed, life, deadline=False)
-        return _result(before, status, delete=deletes)
+        # Applied again on every reconcile of a finished job, so that a crash half-way through
+        # the cleanup is finished by the next operator.
+        failed = status.condition("Failed")
+        deadline = failed is not None and failed.reason == "DeadlineExceeded"
+        return _result(before, status, delete=_cleanup(observed, life, deadline=deadline))
     if life.run_mode.paused:
         return _paused(before, status, observed, ts)
 
-    resumed = status.condition("Paused") is not None
-    pods = desired_pods(job, hooks, life, resumed)
-    aux = hooks.auxiliary_objects(job, pods)
-    if status.start_time is None:
+    paused = status.condition("Paused")
+    resumed = paused is not None
+    if status.start_time is None or (paused is not None and paused.status == "True"):
+        # Like a batch/v1 Job resumed from suspension, the deadline counts from the resume.
         status.start_time = ts
+    pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
+    aux = hooks.auxiliary_objects(job, pods)
     pods_by_name = {p["metadata"]["name"]: p for p in observed.pods()}
     recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
     found = assess(pods, pods_by_name, recorded, status.backoff_count, life)
@@ -74,7 +79,7 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
             # Restarts exhausted fail the job whatever the framework would wait for.
             verdict = _backoff_verdict(exceeded, life)
     if verdict is not None:
-        result = _finish(before, status, verdict, pods, pods_by_name, recorded, observed, life, ts)
+        result = _finish(before, status, verdict, pods, pods_by_name, found, observed, life, ts)
     else:
         result = _running(
             job,
@@ -188,11 +193,12 @@ def _finish(
     verdict: Verdict,
     pods: list[DesiredPod],
     pods_by_name: dict[str, Obj],
-    recorded: dict[str, int],
+    found: Assessment,
     observed: Observed,
     life: Lifecycle,
     ts: str,
 ) -> Plan:
+    """The job ends: restarts this reconcile considered are not performed, cleanup is."""
     status.phase = verdict.outcome
     status.completion_time = ts
     succeeded = verdict.outcome == "Succeeded"
@@ -202,7 +208,8 @@ def _finish(
     )
     deletes = _cleanup(observed, life, deadline=verdict.reason == "DeadlineExceeded")
     deleted = {d.name for d in deletes}
-    _write_replicas(status, pods, pods_by_name, recorded, deleted)
+    status.backoff_count = found.backoff_performed
+    _write_replicas(status, pods, pods_by_name, found.performed, deleted)
     event = Event("Normal" if succeeded else "Warning", verdict.outcome, verdict.message)
     return _result(before, status, delete=deletes, events=[event])
 
@@ -221,7 +228,8 @@ def _running(
     requeue: float | None,
     resumed: bool,
 ) -> Plan:
-    creates: list[Obj] = []
+    pod_creates: list[Obj] = []
+    aux_creates: list[Obj] = []
     updates: list[Obj] = []
     deletes: list[ObjectRef] = []
     events: list[Event] = []
@@ -237,7 +245,7 @@ def _running(
             annotations[ANNOTATION_SPEC_HASH] = digest
             if desired.stop_when_finished:
                 annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"
-            creates.append(manifest)
+            pod_creates.append(manifest)
         elif (
             desired.recreate_on_change
             and desired.name not in restarting
@@ -263,17 +271,17 @@ def _running(
         if name not in desired_names and not pod["metadata"].get("deletionTimestamp"):
             deletes.append(_ref(pod))  # scaled down, or no longer part of the job
 
-    absent: list[str] = []
+    absent: list[tuple[str, str]] = []
     desired_aux = set()
     for obj in aux:
         key = (obj["kind"], obj["metadata"]["name"])
         desired_aux.add(key)
         if obj["kind"] in observed.absent_kinds:
-            absent.append(obj["kind"])
+            absent.append(key)
             continue
         current = observed.get(*key)
         if current is None:
-            creates.append(obj)
+            aux_creates.append(obj)
         elif _needs_update(obj, current):
             updated = dict(obj)
             updated["metadata"] = {
@@ -285,24 +293,18 @@ def _running(
         if key[0] != "Pod" and key not in desired_aux:
             deletes.append(_ref(obj))
 
-    if creates:
-        created_pods = [o["metadata"]["name"] for o in creates if o["kind"] == "Pod"]
-        if created_pods:
-            events.append(Event("Normal", "PodsCreated", "created " + ", ".join(created_pods)))
+    if pod_creates:
+        names = ", ".join(o["metadata"]["name"] for o in pod_creates)
+        events.append(Event("Normal", "PodsCreated", f"created {names}"))
 
     status.backoff_count = found.backoff_count
     _write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
-    for state in found.states:
-        if state.state == "Restarting":
-            for task in status.tasks:
-                for replica in task.replicas:
-                    if replica.name == state.name:
-                        replica.phase = "Failed"
     _phase_and_conditions(status, found.states, pods, pods_by_name, life, ts, resumed, absent)
     return _result(
         before,
         status,
-        create=creates,
+        # What pods use (ConfigMaps, Secrets, their PodGroup) exists before they do.
+        create=aux_creates + pod_creates,
         update=updates,
         delete=deletes,
         events=events,
@@ -386,7 +388,7 @@ def _phase_and_conditions(
     life: Lifecycle,
     ts: str,
     resumed: bool,
-    absent: list[str],
+    absent: list[tuple[str, str]],
 ) -> None:
     all_exist = all(p.name in pods_by_name for p in pods)
     if all_exist:
@@ -416,7 +418,10 @@ def _phase_and_conditions(
     else:
         status.phase = "Pending"
 
-    failing = [s for s in states if s.state in ("Failed", "Restarting")]
+    # A replica restarted after a success (policy Always) is not failing.
+    failing = [
+        s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
+    ]
     if failing:
         parts = [
             f"{s.name} failed"
@@ -427,13 +432,15 @@ def _phase_and_conditions(
     elif status.condition("ReplicaFailure") is not None:
         set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
     if absent:
-        kinds = ", ".join(sorted(set(absent)))
+        kinds = ", ".join(sorted({kind for kind, _ in absent}))
+        names = ", ".join(f"{kind}/{name}" for kind, name in sorted(absent))
         set_condition(
             status,
             "Degraded",
             True,
             "DependencyMissing",
-            f"the cluster serves no {kinds}: those objects are not created",
+            f"the cluster does not serve {kinds} (its CRD is not installed): {names} not"
+            " created; the job runs without it",
             ts,
         )
     elif status.condition("Degraded") is not None:

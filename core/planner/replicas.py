@@ -56,9 +56,11 @@ class Assessment:
     """All replicas of a job, and the restarts this reconcile decides."""
 
     states: list[ReplicaState]
-    restart: list[tuple[DesiredPod, Obj]]  # (replica, failed pod to delete and recreate)
+    restart: list[tuple[DesiredPod, Obj]]  # (replica, finished pod to delete and recreate)
+    performed: dict[str, int]  # pod name -> restarts performed before this reconcile
     restarts_recorded: dict[str, int]  # pod name -> restarts after this reconcile
-    backoff_count: int
+    backoff_performed: int  # restarts of all replicas performed before this reconcile
+    backoff_count: int  # ... and after it
     backoff_exceeded: ReplicaState | None
 
 
@@ -69,9 +71,26 @@ def assess(
     backoff_count: int,
     life: Lifecycle,
 ) -> Assessment:
+    """Each replica's state under its restart policy, and which finished pods to replace.
+
+    A replica whose restart is refused (its `limit` reached, or the job's `backoffLimit`) stays
+    as it ended: Succeeded, or Failed for good. Only a refused restart of a *failed* replica
+    exhausts the backoff budget (`backoff_exceeded`); a succeeded one under `Always` just stops.
+    A replica being replaced is `Restarting`, whether its pod failed or (`Always`) succeeded,
+    so that no framework takes it for finished.
+    """
+    performed = dict(recorded)
+    for desired in pods:
+        pod = observed.get(desired.name)
+        if pod is not None:
+            # A pod of incarnation n proves n restarts, whatever the status says (a status
+            # restored from a backup, say): never count fewer than were performed.
+            performed[desired.name] = max(performed.get(desired.name, 0), _incarnation(pod))
+    backoff_count = max(backoff_count, sum(performed.get(p.name, 0) for p in pods))
+    backoff_before = backoff_count
     states: list[ReplicaState] = []
     restart: list[tuple[DesiredPod, Obj]] = []
-    counts = dict(recorded)
+    counts = dict(performed)
     exceeded: ReplicaState | None = None
     for desired in pods:
         pod = observed.get(desired.name)
@@ -85,29 +104,26 @@ def assess(
             or (state == "Failed" and rule.policy == "OnFailure")
             or (state == "Failed" and rule.policy == "ExitCode" and code in RETRYABLE_EXIT_CODES)
         )
-        final = state == "Succeeded" and not wants_restart
+        final = False
         if pod is not None and finished and _incarnation(pod) < done:
             # Counted by an earlier reconcile that did not get to delete the pod.
             restart.append((desired, pod))
-            state, final = "Restarting", False
-        elif wants_restart and rule.limit is not None and done >= rule.limit:
+            state = "Restarting"
+        elif not wants_restart:
+            final = finished
+        elif rule.limit is not None and done >= rule.limit:
             final = True
-        elif (
-            wants_restart and life.backoff_limit is not None and backoff_count >= life.backoff_limit
-        ):
+        elif life.backoff_limit is not None and backoff_count >= life.backoff_limit:
             final = True
-            if exceeded is None:
+            if state == "Failed" and exceeded is None:
                 exceeded = ReplicaState(
                     desired.replica_type, desired.index, desired.name, state, code, True, done
                 )
-        elif wants_restart and pod is not None:
+        elif pod is not None:
             restart.append((desired, pod))
             counts[desired.name] = done + 1
             backoff_count += 1
-            if state == "Failed":
-                state = "Restarting"
-        elif state == "Failed":
-            final = True
+            state = "Restarting"
         states.append(
             ReplicaState(
                 desired.replica_type,
@@ -119,4 +135,4 @@ def assess(
                 counts.get(desired.name, 0),
             )
         )
-    return Assessment(states, restart, counts, backoff_count, exceeded)
+    return Assessment(states, restart, performed, counts, backoff_before, backoff_count, exceeded)

@@ -26,7 +26,7 @@ class EngineHooks(Protocol):
 
     def auxiliary_objects(self, job: Job, pods: Sequence[DesiredPod]) -> list[Obj]: ...
 
-    def mutate_pod(self, job: Job, pod: DesiredPod) -> None: ...
+    def mutate_pod(self, job: Job, pod: DesiredPod, absent_kinds: frozenset[str]) -> None: ...
 
     def update_status(
         self, job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
@@ -38,7 +38,8 @@ class Observed:
     """The children of one job that the cluster holds, keyed by (kind, name).
 
     `absent_kinds` lists child kinds whose CRD the cluster does not serve (PodGroup without the
-    T9k scheduler, TensorBoard): the planner leaves them out and says so in a condition.
+    T9k scheduler, TensorBoard): the planner leaves them out, says so in a condition, and tells
+    the `mutate_pod` hooks, so that no pod depends on what is not there.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)

@@ -7,6 +7,7 @@ alias, so that nothing a user writes from either document is dropped.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
@@ -15,6 +16,7 @@ from t9kjobs.models import (
     ApiModel,
     ElasticConfig,
     JobSpec,
+    Lifecycle,
     PodTemplate,
     RestartPolicyType,
     RunMode,
@@ -165,6 +167,14 @@ class DeepSpeedJobSpec(JobSpec):
         " only reaches the container's entrypoint.",
     )
     worker: Worker = Field(description="The worker replicas.")
+
+    def lifecycle(self) -> Lifecycle:
+        """The shared settings; an elastic job runs with as few as minReplicas workers."""
+        life = super().lifecycle()
+        elastic = self.elastic
+        if elastic is None or not elastic.enabled or elastic.min_replicas is None:
+            return life
+        return replace(life, min_available=elastic.min_replicas)
 
     @property
     def elastic_enabled(self) -> bool:

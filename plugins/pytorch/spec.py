@@ -11,6 +11,7 @@ server's admission, and as pydantic validators for `t9kjobs validate`, so both a
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
@@ -20,6 +21,7 @@ from t9kjobs.models import (
     ElasticConfig,
     JobSpec,
     JobStatus,
+    Lifecycle,
     ReplicaSpec,
     ReplicaType,
     RestartPolicyType,
@@ -176,6 +178,16 @@ class PyTorchTrainingJobSpec(JobSpec):
         " after it, to show the training logs.",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
+
+    def lifecycle(self) -> Lifecycle:
+        """The shared settings; elastic jobs run with as few as minReplicas pods plus the master
+        (minReplicas does not count the `master` replica, which never scales)."""
+        life = super().lifecycle()
+        elastic = self.elastic
+        if elastic is None or not elastic.enabled or elastic.min_replicas is None:
+            return life
+        masters = sum(1 for rs in self.replica_specs if rs.type == MASTER_TYPE)
+        return replace(life, min_available=elastic.min_replicas + masters)
 
     @field_validator("replica_specs")
     @classmethod
