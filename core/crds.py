@@ -590,6 +590,9 @@ def _scale(info: KindInfo, spec: Json) -> Json:
         "specReplicasPath": f".spec.{relative}",
         # Pods running now: what `kubectl get --subresource=scale` and autoscalers compare with.
         "statusReplicasPath": ".status.aggregate.running",
+        # The job's pods, as a label selector string: a HorizontalPodAutoscaler refuses a
+        # scale subresource without one.
+        "labelSelectorPath": ".status.selector",
     }
 
 

@@ -152,6 +152,8 @@ class Reconciler:
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
         if ref.uid:
             body["preconditions"] = {"uid": ref.uid}
+        if ref.grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = ref.grace_period_seconds
         try:
             answer = self.transport.request("DELETE", resource.path(namespace, ref.name), body=body)
         except ApiError as exc:

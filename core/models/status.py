@@ -113,6 +113,10 @@ class JobStatus(_StatusModel):
         default=None, description="When the job started; activeDeadlineSeconds counts from it."
     )
     completion_time: str | None = Field(default=None, description="When the job finished.")
+    selector: str | None = Field(
+        default=None,
+        description="Label selector of the job's pods, for the scale subresource (autoscalers).",
+    )
 
     @property
     def finished(self) -> bool:

@@ -33,6 +33,7 @@ from t9kjobs.objects import (
     LABEL_REPLICA_TYPE,
     DesiredPod,
     Obj,
+    owner_labels,
     spec_hash,
 )
 from t9kjobs.planner.conditions import parse_time, rfc3339, set_condition
@@ -59,6 +60,7 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     if life.run_mode.paused:
         return _paused(before, status, observed, ts)
 
+    status.selector = ",".join(f"{k}={v}" for k, v in owner_labels(job).items())
     paused = status.condition("Paused")
     resumed = paused is not None
     if status.start_time is None or (paused is not None and paused.status == "True"):
@@ -122,8 +124,13 @@ def _result(
 
 def _ref(obj: Obj) -> ObjectRef:
     meta = obj["metadata"]
+    exited = obj["kind"] == "Pod" and pod_state(obj) in ("Succeeded", "Failed")
     return ObjectRef(
-        str(obj.get("apiVersion", "v1")), str(obj["kind"]), meta["name"], meta.get("uid")
+        str(obj.get("apiVersion", "v1")),
+        str(obj["kind"]),
+        meta["name"],
+        meta.get("uid"),
+        0 if exited else None,
     )
 
 

@@ -58,12 +58,15 @@ class Observed:
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """A child to delete; `uid` is a precondition, so a newer object of that name survives."""
+    """A child to delete; `uid` is a precondition, so a newer object of that name survives.
+    `grace_period_seconds` 0 for a pod whose containers have all exited: there is nothing to
+    stop gracefully, and its replacement of the same name can be created at once."""
 
     api_version: str
     kind: str
     name: str
     uid: str | None = None
+    grace_period_seconds: int | None = None
 
 
 @dataclass(frozen=True)

@@ -513,6 +513,7 @@ def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[s
             assert version["subresources"]["scale"] == {
                 "specReplicasPath": ".spec.elastic.expectedReplicas",
                 "statusReplicasPath": ".status.aggregate.running",
+                "labelSelectorPath": ".status.selector",
             }
         else:
             assert "scale" not in version["subresources"]

@@ -69,6 +69,8 @@ def test_first_plan_creates_every_pod_and_reports_pending() -> None:
     assert pod["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
     assert pod["metadata"]["ownerReferences"][0]["controller"] is True
     assert pod["metadata"]["annotations"][ANNOTATION_INCARNATION] == "0"
+    # What an autoscaler reads through the scale subresource.
+    assert p.status.selector == "tensorstack.dev/owner-kind=TinyJob,tensorstack.dev/owner-name=tiny"
 
 
 def test_same_input_same_plan() -> None:
@@ -122,6 +124,7 @@ def test_on_failure_restarts_a_replica_as_a_new_pod_with_the_same_name() -> None
     p = sim.step()
     assert [d.name for d in p.delete] == ["tiny-worker-1"]
     assert p.delete[0].uid == "uid-tiny-worker-1"
+    assert p.delete[0].grace_period_seconds == 0  # its containers have exited
     assert p.status.backoff_count == 1
     assert p.status.tasks[0].restart_count == 1
     assert p.status.phase != "Failed"
