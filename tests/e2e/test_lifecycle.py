@@ -641,7 +641,10 @@ def test_elastic_job_scales_4_to_6_to_2(kube: Kube, kind: str) -> None:
         # What an autoscaler reads: the count and the pods' selector (without one it refuses).
         scale = kube.http.request("GET", kube.path(doc, "scale"))
         assert scale["spec"]["replicas"] == count
-        assert scale["status"]["selector"] == f"tensorstack.dev/owner-kind={kind},tensorstack.dev/owner-name={name}"
+        assert (
+            scale["status"]["selector"]
+            == f"tensorstack.dev/owner-kind={kind},tensorstack.dev/owner-name={name}"
+        )
         assert sorted(replicas(status)) == sorted(workers(count))
         if kind == "DeepSpeedJob":
             hostfile = kube.http.request(
