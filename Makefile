@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide demo clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check core plugins tests hack
-	$(BIN)/ruff format --check core plugins tests hack
+	$(BIN)/ruff check core plugins tests hack bench
+	$(BIN)/ruff format --check core plugins tests hack bench
 
 # mypy and import-linter read one folder per package; assemble the installed layout (core/ is
 # t9kjobs, plugins/ is t9kjobs.plugins) in build/layout and check it there.
@@ -58,6 +58,12 @@ conformance: $(STAMP)
 	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=mpijob --t9kjobs-examples=examples/plugin-template/examples
 	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs render examples/plugin-template/examples/pi.yaml | grep -q '^  name: mpi-pi-launcher$$'
 	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs crds --stdout | grep -q '^  name: mpijobs.batch.tensorstack.dev$$'
+
+# The scale benchmark (docs/benchmarks.md); not part of `make test`. BENCH_ARGS="--jobs 20" for
+# a small run.
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -r bench/requirements.txt
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
 plugin-guide: $(STAMP)

@@ -79,6 +79,8 @@ class Store:
 
     def put(self, obj: Obj, *, force: bool = False) -> bool:
         """Store `obj` unless the store already holds a newer version; True if stored."""
+        # No reconcile reads managedFields; kept, they are a third of a cached pod's memory.
+        obj["metadata"].pop("managedFields", None)
         key = self.key(obj)
         with self._lock:
             current = self._objects.get(key)

@@ -59,3 +59,11 @@ def test_an_answer_older_than_a_deletion_does_not_bring_the_object_back() -> Non
     assert s.get("a", "p") is None
     assert s.put(obj("p", "13"))  # a new pod of the same name
     assert s.get("a", "p") is not None
+
+
+def test_managed_fields_are_not_kept() -> None:
+    s = Store()
+    p = obj("p", "1")
+    p["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    s.put(p)
+    assert "managedFields" not in s.get("a", "p")["metadata"]  # type: ignore[index]

@@ -1,0 +1,87 @@
+"""A fresh local control plane (hack/cluster) for each phase of the benchmark.
+
+Each phase starts from an empty etcd, so the objects of an earlier phase (2,000 pods, their
+events) cannot slow a later one, and the order of the phases does not matter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+__all__ = ["Cluster", "ClusterError"]
+
+REPO = Path(__file__).resolve().parents[1]
+HACK = REPO / "hack" / "cluster"
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+class Cluster:
+    """The cluster of hack/cluster/up.sh at `directory`, with nodes that hold `pods_per_node`."""
+
+    def __init__(self, directory: Path, pods_per_node: int) -> None:
+        self.dir = directory
+        self.env = {
+            **os.environ,
+            "T9KJOBS_CLUSTER_DIR": str(directory),
+            # Room for every pod of the workload at once: the scheduler counts pods per node.
+            "T9KJOBS_NODE_PODS": str(pods_per_node),
+        }
+        self.facts: dict[str, str] = {}
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.facts["KUBECONFIG"]
+
+    @property
+    def kubectl_path(self) -> str:
+        return str(Path(self.facts["BIN_DIR"]) / "kubectl")
+
+    def running(self) -> bool:
+        status = HACK / "status.sh"
+        return subprocess.run([status], env=self.env, capture_output=True).returncode == 0
+
+    def up(self, timeout: float = 600) -> None:
+        """Start the cluster (building the binaries first if they are missing)."""
+        if self.running():
+            raise ClusterError(
+                f"a cluster already runs at {self.dir}: the benchmark starts its own,"
+                " so pick another --cluster-dir (or stop that one with hack/cluster/down.sh)"
+            )
+        done = subprocess.run(
+            [HACK / "up.sh"], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        if done.returncode != 0:
+            raise ClusterError(f"up.sh failed:\n{done.stderr[-3000:]}")
+        for line in (self.dir / "cluster.env").read_text().splitlines():
+            if line and not line.startswith("#") and "=" in line:
+                key, _, value = line.partition("=")
+                self.facts[key] = value
+
+    def down(self) -> None:
+        subprocess.run([HACK / "down.sh"], env=self.env, capture_output=True, timeout=120)
+
+    def pids(self) -> dict[str, int]:
+        """Process ids of the control plane's components, by name."""
+        pids = {}
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+            path = self.dir / "pids" / f"{name}.pid"
+            if path.exists():
+                pids[name] = int(path.read_text().strip())
+        return pids
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
+        done = subprocess.run(
+            [self.kubectl_path, "--kubeconfig", self.kubeconfig, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)}: {done.stderr[-2000:]}")
+        return done.stdout

@@ -1,0 +1,294 @@
+"""The operators under test, each started as its own process against the phase's cluster:
+ours (`t9kjobs operator`) and Kubeflow's training operator v1, built by bench/build.sh.
+
+Both run with the admin kubeconfig, outside the cluster, with their default settings unless
+the phase says otherwise (the training operator once more with our client QPS and burst).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO, Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.cluster import Cluster
+from bench.workload import kubeflow_job, ours_job
+from t9kjobs.controller.resources import Resource
+
+__all__ = ["KubeflowOperator", "OperatorUnderTest", "OurOperator"]
+
+Obj = dict[str, Any]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str, timeout: float = 10) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def scrape(url: str, metric: str, by: tuple[str, ...]) -> dict[str, float]:
+    """Sum of a counter's samples grouped by the `by` labels ("POST pods")."""
+    totals: dict[str, float] = {}
+    _, text = http_get(url)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == metric:
+                key = " ".join(sample.labels.get(k, "") for k in by)
+                totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
+
+
+class OperatorUnderTest:
+    """One operator process: what it needs installed, how to start it, what it reports."""
+
+    name = ""
+    title = ""
+    jobs: Resource
+    job_label = ""  # the pod label naming the job
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        self.extra_args = list(extra_args or [])
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self._log: IO[bytes] | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def job(self, name: str, replicas: int, seconds: int) -> Obj:
+        raise NotImplementedError
+
+    def minimum_requests(self, replicas: int) -> int:
+        """Requests one job needs at the least: its children's creations and two status
+        writes (one recording its start, one its verdict; Running is seen only by a reconcile
+        that happens while the pods run)."""
+        raise NotImplementedError
+
+    def outcome(self, job: Obj) -> str | None:
+        raise NotImplementedError
+
+    def prepare(self, cluster: Cluster) -> None:
+        raise NotImplementedError
+
+    def command(self, cluster: Cluster) -> list[str]:
+        raise NotImplementedError
+
+    def api_requests(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def start(self, cluster: Cluster, log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.proc = subprocess.Popen(
+            self.command(cluster),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)},
+        )
+
+    def is_ready(self) -> bool:
+        return http_get(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2)[0] == 200
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: see {self.log_path}")
+            try:
+                if self.is_ready():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise TimeoutError(f"{self.name} not ready after {timeout}s: see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._log is not None:
+            self._log.close()
+
+
+class OurOperator(OperatorUnderTest):
+    name = "ours"
+    title = "t9k-jobs (ours)"
+    jobs = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+    job_label = "tensorstack.dev/owner-name"
+
+    def __init__(
+        self, extra_args: list[str] | None = None, patches: list[str] | None = None
+    ) -> None:
+        super().__init__(extra_args)
+        self.patches = list(patches or [])
+
+    def job(self, name: str, replicas: int, seconds: int) -> Obj:
+        return ours_job(name, replicas, seconds)
+
+    def minimum_requests(self, replicas: int) -> int:
+        return replicas + 1 + 2  # pods, one headless Service, status writes
+
+    def outcome(self, job: Obj) -> str | None:
+        phase = (job.get("status") or {}).get("phase")
+        return phase if phase in ("Succeeded", "Failed") else None
+
+    def prepare(self, cluster: Cluster) -> None:
+        crds = subprocess.run(
+            [sys.executable, "-m", "t9kjobs.cli.main", "crds", "--stdout"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        cluster.kubectl("apply", "--server-side", "-f", "-", stdin=crds)
+        cluster.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            f"crd/{self.jobs.plural}.{self.jobs.group}",
+        )
+
+    def command(self, cluster: Cluster) -> list[str]:
+        # With patches, through bench.patches (importable: the harness runs from the repo).
+        patched = ["bench.patches", *(f"--patch={p}" for p in self.patches), "--"]
+        return [
+            sys.executable,
+            "-m",
+            *(patched if self.patches else ["t9kjobs.cli.main"]),
+            "operator",
+            "--kubeconfig",
+            cluster.kubeconfig,
+            "--metrics-bind-address",
+            f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.health_port}",
+            *self.extra_args,
+        ]
+
+    def api_requests(self) -> dict[str, float]:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        return scrape(url, "t9kjobs_api_requests_total", ("verb", "resource"))
+
+
+# Where controller-runtime's webhook server reads its certificate; in a cluster, a volume of
+# the Secret that the operator's cert rotator fills. Fixed in the training operator's code.
+_WEBHOOK_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+_WEBHOOK_SECRET = ("kubeflow", "training-operator-webhook-cert")
+
+
+class KubeflowOperator(OperatorUnderTest):
+    name = "training-operator"
+    title = "Kubeflow training operator"
+    jobs = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
+    job_label = "training.kubeflow.org/job-name"
+
+    def __init__(self, bin_dir: Path, extra_args: list[str] | None = None) -> None:
+        super().__init__(extra_args)
+        self.bin_dir = bin_dir
+        self.webhook_port = free_port()
+        self._mounter: threading.Thread | None = None
+
+    def job(self, name: str, replicas: int, seconds: int) -> Obj:
+        return kubeflow_job(name, replicas, seconds)
+
+    def minimum_requests(self, replicas: int) -> int:
+        return 2 * replicas + 2  # pods, one Service per pod, status writes
+
+    def outcome(self, job: Obj) -> str | None:
+        for c in (job.get("status") or {}).get("conditions") or []:
+            if c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True":
+                return str(c["type"])
+        return None
+
+    def prepare(self, cluster: Cluster) -> None:
+        # Every CRD of its default schemes: it starts a controller for each.
+        cluster.kubectl("apply", "--server-side", "-f", str(self.bin_dir / "crds"))
+        cluster.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd/pytorchjobs.kubeflow.org"
+        )
+        # Its cert rotator fills this Secret; the manifests create it empty.
+        namespace, secret = _WEBHOOK_SECRET
+        cluster.kubectl("create", "namespace", namespace)
+        cluster.kubectl("-n", namespace, "create", "secret", "generic", secret)
+
+    def command(self, cluster: Cluster) -> list[str]:
+        return [
+            str(self.bin_dir / "training-operator"),
+            "--kubeconfig",
+            cluster.kubeconfig,
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
+            f"--webhook-server-port={self.webhook_port}",
+            *self.extra_args,
+        ]
+
+    def start(self, cluster: Cluster, log_path: Path) -> None:
+        shutil.rmtree(_WEBHOOK_CERT_DIR, ignore_errors=True)
+        super().start(cluster, log_path)
+        self._mounter = threading.Thread(
+            target=self._mount_certs, args=(cluster,), name="mount-certs", daemon=True
+        )
+        self._mounter.start()
+
+    def _mount_certs(self, cluster: Cluster) -> None:
+        """Do what the kubelet does with the Secret volume: write its keys as files."""
+        namespace, secret = _WEBHOOK_SECRET
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            data = (
+                json.loads(
+                    cluster.kubectl("-n", namespace, "get", "secret", secret, "-o", "json")
+                ).get("data")
+                or {}
+            )
+            if "tls.crt" in data and "tls.key" in data:
+                _WEBHOOK_CERT_DIR.mkdir(parents=True, exist_ok=True)
+                for key in ("tls.key", "tls.crt"):  # the certificate last: its presence means ready
+                    (_WEBHOOK_CERT_DIR / key).write_bytes(base64.b64decode(data[key]))
+                return
+            time.sleep(0.3)
+
+    def is_ready(self) -> bool:
+        """Ready, and the PyTorchJob controller started (it is set up only once the webhook
+        certificates are in place)."""
+        if not super().is_ready() or self.log_path is None:
+            return False
+        return '"controller": "pytorchjob-controller", "worker count"' in self.log_path.read_text(
+            errors="replace"
+        )
+
+    def api_requests(self) -> dict[str, float]:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        return scrape(url, "rest_client_requests_total", ("method",))
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(_WEBHOOK_CERT_DIR.parent, ignore_errors=True)

@@ -1,0 +1,66 @@
+"""Summary of a py-spy profile of the operator (`--format raw --threads --idle`): for each
+group of threads (reconcile workers, informers, the rest), where their time goes, inclusive
+and by leaf frame. `python -m bench.profile PROFILE.txt [--top 25]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from pathlib import Path
+
+__all__ = ["summarize"]
+
+_THREAD = re.compile(r"^thread \(\w+\): ([^;]+);")
+_LOCATION = re.compile(r" \((.*?):\d+\)$")
+
+
+def _group(thread: str) -> str:
+    return re.sub(r"-\d+$", "-*", thread)
+
+
+def _function(frame: str) -> str:
+    """`Reconciler.reconcile (core/controller/reconciler.py:86)` -> without the line."""
+    return _LOCATION.sub(lambda m: f" ({m.group(1)})", frame)
+
+
+def summarize(text: str, top: int = 25) -> str:
+    samples: Counter[str] = Counter()
+    inclusive: dict[str, Counter[str]] = {}
+    leaves: dict[str, Counter[str]] = {}
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        match = _THREAD.match(stack)
+        if not match or not count.isdigit():
+            continue
+        group = _group(match.group(1))
+        frames = [_function(f) for f in stack[match.end() :].split(";") if f]
+        n = int(count)
+        samples[group] += n
+        inc = inclusive.setdefault(group, Counter())
+        for f in set(frames):
+            inc[f] += n
+        leaves.setdefault(group, Counter())[frames[-1] if frames else "?"] += n
+    out = []
+    for group, total in samples.most_common():
+        out.append(f"== {group}: {total} samples")
+        out.append("  inclusive:")
+        for f, n in inclusive[group].most_common(top):
+            out.append(f"    {100 * n / total:5.1f}%  {f}")
+        out.append("  leaf:")
+        for f, n in leaves[group].most_common(top // 2):
+            out.append(f"    {100 * n / total:5.1f}%  {f}")
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("profile", type=Path)
+    p.add_argument("--top", type=int, default=25)
+    args = p.parse_args()
+    print(summarize(args.profile.read_text(), args.top))
+
+
+if __name__ == "__main__":
+    main()
