@@ -51,6 +51,7 @@ __all__ = [
     "crd_for",
     "crd_yaml",
     "crds",
+    "json_type",
     "openapi_schema",
 ]
 
@@ -307,7 +308,7 @@ class _Converter:
             else:
                 raise CrdError(f"{path or '<root>'}: unsupported JSON-schema keyword {key!r}")
         if "enum" in out and "type" not in out:
-            types = {_json_type(v) for v in out["enum"]}
+            types = {json_type(v) for v in out["enum"]}
             if len(types) == 1:
                 out["type"] = types.pop()
         kind = out.get("type")
@@ -385,7 +386,8 @@ class _Converter:
         return out
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The OpenAPI type name of a JSON value."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -502,7 +504,7 @@ def _accepts(node: Json, value: Any) -> bool:
         return bool(node.get("nullable"))
     if "enum" in node and value not in node["enum"]:
         return False
-    kind = _json_type(value)
+    kind = json_type(value)
     if node.get("x-kubernetes-int-or-string"):
         ok_type = kind in ("integer", "string")
     elif "type" in node:

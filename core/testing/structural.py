@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from t9kjobs.crds import json_type
+
 __all__ = ["admission_problems", "structural_problems"]
 
 Json = dict[str, Any]
@@ -133,22 +135,8 @@ def structural_problems(root: Json) -> list[str]:
     return problems
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else "null"
-
-
 def _type_problem(value: Any, node: Json, path: str) -> str | None:
-    got = _json_type(value)
+    got = json_type(value)
     if got == "null":
         return None if node.get("nullable") else f"{path}: null is refused (not nullable)"
     if node.get("x-kubernetes-int-or-string"):
