@@ -63,6 +63,13 @@ class ReplicaState:
     restarts: int = 0
 
     @property
+    def failure(self) -> str:
+        """`<pod> failed with exit code N` (no code when none is known): how every message
+        about a failed replica names it."""
+        code = f" with exit code {self.exit_code}" if self.exit_code is not None else ""
+        return f"{self.name} failed{code}"
+
+    @property
     def succeeded(self) -> bool:
         return self.state == "Succeeded"
 

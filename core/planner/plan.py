@@ -164,12 +164,10 @@ def _deadline(
 
 
 def _backoff_verdict(replica: ReplicaState, life: Lifecycle) -> Verdict:
-    code = f" with exit code {replica.exit_code}" if replica.exit_code is not None else ""
     return Verdict(
         "Failed",
         "BackoffLimitExceeded",
-        f"{replica.name} failed{code}; restarts exhausted"
-        f" (spec.runPolicy.backoffLimit={life.backoff_limit})",
+        f"{replica.failure}; restarts exhausted (spec.runPolicy.backoffLimit={life.backoff_limit})",
         (replica,),
     )
 
@@ -430,12 +428,8 @@ def _phase_and_conditions(
         s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
     ]
     if failing:
-        parts = [
-            f"{s.name} failed"
-            + (f" with exit code {s.exit_code}" if s.exit_code is not None else "")
-            for s in failing
-        ]
-        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", "; ".join(parts), ts)
+        message = "; ".join(s.failure for s in failing)
+        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
     elif status.condition("ReplicaFailure") is not None:
         set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
     if absent:

@@ -166,9 +166,6 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
     if launcher.succeeded and launcher.final:
         return Verdict("Succeeded", "LauncherSucceeded", f"{launcher.name} succeeded", (launcher,))
     if launcher.failed_for_good:
-        code = f" with exit code {launcher.exit_code}" if launcher.exit_code is not None else ""
         after = f" after {launcher.restarts} restart(s)" if launcher.restarts else ""
-        return Verdict(
-            "Failed", "LauncherFailed", f"{launcher.name} failed{code}{after}", (launcher,)
-        )
+        return Verdict("Failed", "LauncherFailed", launcher.failure + after, (launcher,))
     return None

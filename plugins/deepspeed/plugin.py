@@ -180,6 +180,5 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
     if launcher.succeeded and launcher.final:
         return Verdict("Succeeded", "LauncherSucceeded", f"{launcher.name} succeeded", (launcher,))
     if launcher.failed_for_good:
-        code = f" with exit code {launcher.exit_code}" if launcher.exit_code is not None else ""
-        return Verdict("Failed", "LauncherFailed", f"{launcher.name} failed{code}", (launcher,))
+        return Verdict("Failed", "LauncherFailed", launcher.failure, (launcher,))
     return None

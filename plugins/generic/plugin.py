@@ -220,8 +220,4 @@ def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdic
 
 
 def _failed_message(failed: list[ReplicaState], rule: str | None) -> str:
-    parts = [
-        f"{r.name} failed" + (f" with exit code {r.exit_code}" if r.exit_code is not None else "")
-        for r in failed
-    ]
-    return "; ".join(parts) + (f" ({rule} is fulfilled)" if rule else "")
+    return "; ".join(r.failure for r in failed) + (f" ({rule} is fulfilled)" if rule else "")

@@ -132,10 +132,6 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
             return Verdict("Succeeded", "LauncherSucceeded", f"{r.name} succeeded", (r,))
     failed = [r for r in replicas if r.failed_for_good]
     if failed:
-        message = "; ".join(
-            f"{r.name} failed"
-            + (f" with exit code {r.exit_code}" if r.exit_code is not None else "")
-            for r in failed
-        )
+        message = "; ".join(r.failure for r in failed)
         return Verdict("Failed", "ReplicaFailed", message, tuple(failed))
     return None
