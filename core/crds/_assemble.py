@@ -1,0 +1,148 @@
+"""The CustomResourceDefinition of each kind around its spec and status schemas, and its file.
+
+Names, version, subresources (status, and scale where the kind declares a replica count) and
+printer columns; the YAML text and file name `t9kjobs crds` writes. No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import yaml
+
+from t9kjobs.crds._common import CrdError, Json
+from t9kjobs.crds._convert import openapi_schema
+from t9kjobs.kinds import KindInfo
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import API_GROUP, API_VERSION
+
+_VERSION = API_VERSION.split("/", 1)[1]
+
+
+def _lookup(schema: Json, dotted: str) -> Json | None:
+    node: Json | None = schema
+    for part in dotted.split("."):
+        if node is None:
+            return None
+        node = (node.get("properties") or {}).get(part)
+    return node
+
+
+def _scale(info: KindInfo, spec: Json) -> Json:
+    relative = info.scale_spec_path or ""
+    relative = relative.removeprefix(".").removeprefix("spec.")
+    target = _lookup(spec, relative)
+    if target is None or target.get("type") != "integer":
+        raise CrdError(
+            f"{info.kind}: scale_spec_path {info.scale_spec_path!r} is not an integer field of"
+            " the spec"
+        )
+    return {
+        "specReplicasPath": f".spec.{relative}",
+        # Pods running now: what `kubectl get --subresource=scale` and autoscalers compare with.
+        "statusReplicasPath": ".status.aggregate.running",
+        # The job's pods, as a label selector string: a HorizontalPodAutoscaler refuses a
+        # scale subresource without one.
+        "labelSelectorPath": ".status.selector",
+    }
+
+
+def crd_for(info: KindInfo) -> Json:
+    """The CustomResourceDefinition of one kind."""
+    spec = openapi_schema(info.spec_model)
+    spec["description"] = (
+        spec.get("description") or f"The desired state of the {info.kind}."
+    ).strip()
+    status = openapi_schema(info.status_model)
+    status["description"] = f"The observed state of the {info.kind}, written by the operator."
+    description = info.description or spec["description"]
+    subresources: Json = {"status": {}}
+    if info.scale_spec_path:
+        subresources["scale"] = _scale(info, spec)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{info.plural}.{API_GROUP}",
+            "labels": {"app.kubernetes.io/part-of": "t9k-jobs"},
+        },
+        "spec": {
+            "group": API_GROUP,
+            "names": {
+                "kind": info.kind,
+                "listKind": f"{info.kind}List",
+                "plural": info.plural,
+                "singular": info.singular,
+                **({"shortNames": list(info.short_names)} if info.short_names else {}),
+                **({"categories": list(info.categories)} if info.categories else {}),
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": _VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "description": description,
+                            "type": "object",
+                            "properties": {
+                                "apiVersion": {
+                                    "description": "The versioned schema of this"
+                                    f" representation of an object: {API_VERSION}.",
+                                    "type": "string",
+                                },
+                                "kind": {
+                                    "description": "The REST resource this object represents:"
+                                    f" {info.kind}.",
+                                    "type": "string",
+                                },
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                            "required": ["spec"],
+                        }
+                    },
+                    "subresources": subresources,
+                    "additionalPrinterColumns": [
+                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                        {
+                            "name": "Running",
+                            "type": "integer",
+                            "description": "Replicas running now.",
+                            "jsonPath": ".status.aggregate.running",
+                        },
+                        {
+                            "name": "Age",
+                            "type": "date",
+                            "jsonPath": ".metadata.creationTimestamp",
+                        },
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def crd_filename(info: KindInfo) -> str:
+    """`batch.tensorstack.dev_<plural>.yaml`, as controller-gen names CRD files."""
+    return f"{API_GROUP}_{info.plural}.yaml"
+
+
+def crd_yaml(crd: Json, plugin: str) -> str:
+    """One CRD as the text of its file, with a header naming its source."""
+    header = (
+        f"# Generated by `t9kjobs crds` (make crds) from the {plugin!r} plugin's models."
+        " Do not edit.\n"
+    )
+    # Block style, keys in the order built, lines folded at a fixed width: stable diffs.
+    body = yaml.safe_dump(crd, sort_keys=False, width=100, allow_unicode=True)
+    return header + "---\n" + body
+
+
+def crds(manager: PluginManager) -> Iterator[tuple[str, str]]:
+    """(file name, file text) of every kind the manager's plugins serve, sorted by file name."""
+    kinds = sorted(manager.kinds.values(), key=crd_filename)
+    for info in kinds:
+        yield crd_filename(info), crd_yaml(crd_for(info), manager.owner_of(info.kind))
