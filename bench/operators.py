@@ -145,12 +145,6 @@ class OurOperator(OperatorUnderTest):
     jobs = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
     job_label = "tensorstack.dev/owner-name"
 
-    def __init__(
-        self, extra_args: list[str] | None = None, patches: list[str] | None = None
-    ) -> None:
-        super().__init__(extra_args)
-        self.patches = list(patches or [])
-
     def job(self, name: str, replicas: int, seconds: int) -> Obj:
         return ours_job(name, replicas, seconds)
 
@@ -177,12 +171,10 @@ class OurOperator(OperatorUnderTest):
         )
 
     def command(self, cluster: Cluster) -> list[str]:
-        # With patches, through bench.patches (importable: the harness runs from the repo).
-        patched = ["bench.patches", *(f"--patch={p}" for p in self.patches), "--"]
         return [
             sys.executable,
             "-m",
-            *(patched if self.patches else ["t9kjobs.cli.main"]),
+            "t9kjobs.cli.main",
             "operator",
             "--kubeconfig",
             cluster.kubeconfig,

@@ -26,7 +26,6 @@ from typing import Any
 
 from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OperatorUnderTest, OurOperator
-from bench.patches import PATCHES
 from bench.procstat import Sampler, cpu_seconds, peak_rss_bytes
 from bench.recorder import Recorder
 from bench.report import markdown_table, plot_pods, timeline_figures
@@ -308,8 +307,8 @@ def make_phase(key: str, args: argparse.Namespace, tools: Path) -> Phase:
         title = f"raw client ({args.client_workers} parallel)"
         return Phase(key, args, tools, None, title)
     if key == "ours":
-        title = "t9k-jobs (ours)" + "".join(f" + {p}" for p in args.ours_patch)
-        return Phase(key, args, tools, OurOperator(args.ours_arg, args.ours_patch), title)
+        title = "t9k-jobs (ours)" + "".join(f" {a}" for a in args.ours_arg)
+        return Phase(key, args, tools, OurOperator(args.ours_arg), title)
     if key == "to-default":
         return Phase(key, args, tools, KubeflowOperator(tools), "training operator (defaults)")
     qps = [f"--kube-api-qps={int(defaults.qps)}", f"--kube-api-burst={defaults.burst}"]
@@ -360,13 +359,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="ARG",
         help="extra argument of `t9kjobs operator` (repeatable)",
-    )
-    p.add_argument(
-        "--ours-patch",
-        action="append",
-        default=[],
-        choices=sorted(PATCHES),
-        help="run our operator with a proposed change applied (bench/patches.py; repeatable)",
     )
     p.add_argument(
         "--report",

@@ -8,9 +8,11 @@ import signal
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Informer, Store
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
@@ -34,8 +36,11 @@ class Options:
     kubeconfig: str | None = None
     namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
     workers: int = 8
-    qps: float = 50.0
-    burst: int = 100
+    # A client limit only has to stop a runaway loop: the API server protects itself with
+    # priority and fairness. 200/400 lets 8 workers create pods at the machine's pace
+    # (docs/benchmarks.md); 50/100 made the limiter 77% of the workers' time.
+    qps: float = 200.0
+    burst: int = 400
     leader_elect: bool = False
     leader_election_namespace: str = ""
     leader_election_id: str = "t9k-jobs-operator"
@@ -44,6 +49,10 @@ class Options:
     identity: str = ""
     impersonate: str | None = None
     discovery_interval: float = 30.0
+    # A change of a child queues its job after this long, once per window: the pods of a job
+    # that start or end together cost one reconcile and one status write (the Job controller
+    # of kube-controller-manager batches its pod events by 1 s too).
+    child_batch_period: float = 1.0
 
 
 class Operator:
@@ -52,11 +61,14 @@ class Operator:
         self.manager = manager
         self.metrics = Metrics()
         cfg = load_configuration(options.kubeconfig)
+        creators = 2 * options.workers
         self.transport = Transport(
             cfg,
             qps=options.qps,
             burst=options.burst,
-            pool_size=options.workers + 16,
+            # A connection for every thread that may wait on an answer: workers, creators,
+            # the events thread and the informers' watches.
+            pool_size=options.workers + creators + 16,
             on_request=self.metrics.api_request,
         )
         self.transport.impersonate = options.impersonate
@@ -70,6 +82,8 @@ class Operator:
         self._synced = threading.Event()
         self.leading = threading.Event()
         self._reported: set[str] = set()
+        self.events = EventRecorder(self.transport, self.identity)
+        self.creator = ThreadPoolExecutor(creators, thread_name_prefix="create")
         self.reconciler = Reconciler(
             self.transport,
             manager,
@@ -77,7 +91,8 @@ class Operator:
             self.job_stores,
             self.child_stores,
             frozenset(CHILD_RESOURCES),
-            identity=self.identity,
+            self.events,
+            self.creator,
         )
 
     # -- discovery ---------------------------------------------------------------------------
@@ -137,7 +152,8 @@ class Operator:
                 and ref.get("kind") in self.job_resources
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
-                self.queue.add((ref["kind"], meta["namespace"], ref["name"]))
+                key = (ref["kind"], meta["namespace"], ref["name"])
+                self.queue.add_after(key, self.options.child_batch_period)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -299,6 +315,8 @@ class Operator:
             self.queue.shutdown()
             for informer in self.informers:
                 informer.stop()
+            self.creator.shutdown(wait=False, cancel_futures=True)
+            self.events.close()
             for server in servers:
                 if server is not None:
                     server.shutdown()

@@ -1,7 +1,10 @@
 """One reconcile: read the job and its children from the stores, plan, apply the Plan.
 
 The Plan is applied in the order status -> deletions -> updates -> creations. Writing the status
-first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). Every answer from the
+first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). Creations go in two
+waves, each wave's requests at once: the objects pods use (Services, ConfigMaps, Secrets,
+PodGroups), then the pods; a job's pods cost one round trip, not one each. Events are handed to
+the `EventRecorder` and never waited for. Every answer from the
 API server goes straight into the stores, so the next reconcile of the same job sees what this
 one did even before the watch reports it. AlreadyExists, NotFound and Conflict are normal: names
 are deterministic, so a retry can never create a duplicate.
@@ -11,11 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Store
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource
 from t9kjobs.controller.transport import ApiError, Transport
@@ -52,16 +57,20 @@ class Reconciler:
         job_stores: Mapping[str, Store],
         child_stores: Mapping[str, Store],
         absent_kinds: frozenset[str],
-        identity: str = "t9k-jobs",
+        events: EventRecorder,
+        creator: Executor | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """`creator` runs the requests of a creation wave at once (serially without one); it
+        may be shared by all workers, and its size bounds the creations in flight."""
         self.transport = transport
         self.manager = manager
         self.job_resources = job_resources
         self.job_stores = job_stores
         self.child_stores = child_stores
         self.absent_kinds = absent_kinds
-        self.identity = identity
+        self.events = events
+        self.creator = creator
         self.clock = clock
 
     # -- the reconcile -----------------------------------------------------------------------
@@ -102,10 +111,10 @@ class Reconciler:
             self._delete(namespace, ref)
         for obj in the_plan.update:
             self._update(namespace, obj)
-        for obj in the_plan.create:
-            self._create(namespace, obj)
+        self._create_all(namespace, [o for o in the_plan.create if o["kind"] != "Pod"])
+        self._create_all(namespace, [o for o in the_plan.create if o["kind"] == "Pod"])
         for event in the_plan.events:
-            self._event(raw, event, jlog)
+            self.events.record(raw, event)
         if the_plan.create:
             jlog.info("created %d object(s)", len(the_plan.create))
 
@@ -124,6 +133,17 @@ class Reconciler:
 
     def _resource(self, kind: str) -> Resource:
         return CHILD_RESOURCES[kind]
+
+    def _create_all(self, namespace: str, objs: list[Obj]) -> None:
+        """Create `objs` at once; the first error once every request has ended."""
+        if self.creator is None or len(objs) < 2:
+            for obj in objs:
+                self._create(namespace, obj)
+            return
+        futures = [self.creator.submit(self._create, namespace, obj) for obj in objs]
+        errors = [e for e in (f.exception() for f in futures) if e is not None]
+        if errors:
+            raise errors[0]
 
     def _create(self, namespace: str, obj: Obj) -> None:
         resource = self._resource(obj["kind"])
@@ -170,37 +190,6 @@ class Reconciler:
         else:
             store.remove(namespace, ref.name)
 
-    def _event(self, raw: Obj, event: Event, jlog: JobLog) -> None:
-        meta = raw["metadata"]
-        now = rfc3339(self.clock())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": raw.get("apiVersion"),
-                "kind": raw.get("kind"),
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta.get("uid"),
-            },
-            "reason": event.reason,
-            "message": event.message,
-            "type": event.type,
-            "source": {"component": "t9k-jobs"},
-            "reportingComponent": "t9k-jobs",
-            "reportingInstance": self.identity,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            self.transport.request(
-                "POST", f"/api/v1/namespaces/{meta['namespace']}/events", body=body
-            )
-        except ApiError as exc:  # an event is worth a log line, never a retry
-            jlog.warning("event %s not recorded: %s", event.reason, exc)
-
     # -- invalid jobs ------------------------------------------------------------------------
 
     def _invalid(self, key: JobKey, raw: Obj, problems: list[Problem], jlog: JobLog) -> None:
@@ -230,4 +219,4 @@ class Reconciler:
         if status != before:
             jlog.warning("invalid spec: %s", message)
             self._write_status(key, raw, dump(status))
-            self._event(raw, Event("Warning", "InvalidSpec", message), jlog)
+            self.events.record(raw, Event("Warning", "InvalidSpec", message))

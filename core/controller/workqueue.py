@@ -1,6 +1,9 @@
 """A work queue of job keys, as client-go's: a key is queued at most once, never handed to two
 workers at once (a key added while it is processed is queued again when it is done), retried
-with a per-key exponential backoff on failure, and can be added after a delay (deadlines)."""
+with a per-key exponential backoff on failure, and can be added after a delay (deadlines, and
+the batching of child changes). A key waits in the delay at most once: adding it again keeps the
+earlier due time, so a burst of changes to one job costs one reconcile, as client-go's delaying
+queue does. Dropping the later time is safe: every reconcile returns its own next deadline."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ class WorkQueue(Generic[K]):
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
+        self._waiting: dict[K, float] = {}  # the due time of each delayed key; heap entries
+        # whose time differs are stale (the key was re-added earlier) and skipped
         self._failures: dict[K, int] = {}
         self._seq = 0
         self._cond = threading.Condition()
@@ -45,9 +50,13 @@ class WorkQueue(Generic[K]):
         if delay <= 0:
             self.add(key)
             return
+        due = time.monotonic() + delay
         with self._cond:
+            if self._shutdown or self._waiting.get(key, due + 1) <= due:
+                return
+            self._waiting[key] = due
             self._seq += 1
-            heapq.heappush(self._delayed, (time.monotonic() + delay, self._seq, key))
+            heapq.heappush(self._delayed, (due, self._seq, key))
             self._cond.notify()
 
     def add_rate_limited(self, key: K) -> None:
@@ -64,7 +73,10 @@ class WorkQueue(Generic[K]):
         """Move due delayed keys to the queue; seconds until the next one is due."""
         now = time.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key = heapq.heappop(self._delayed)
+            due, _, key = heapq.heappop(self._delayed)
+            if self._waiting.get(key) != due:
+                continue
+            del self._waiting[key]
             if key not in self._dirty:
                 self._dirty.add(key)
                 if key not in self._processing:

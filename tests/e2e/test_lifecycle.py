@@ -635,9 +635,13 @@ def test_elastic_job_scales_4_to_6_to_2(kube: Kube, kind: str) -> None:
         else:
             kube.patch(doc, {"spec": {"elastic": {"expectedReplicas": count}}})
         scaled[count] = kube.running(*workers(count))
-        status = kube.status(doc)
+        # The status follows the pods it saw (child changes are batched for up to 1 s).
+        want = len(workers(count))
+        status = until(
+            lambda want=want: (s := kube.status(doc))["aggregate"]["running"] == want and s,
+            f"status.aggregate.running == {want}",
+        )
         assert status["phase"] == "Running"
-        assert status["aggregate"]["running"] == len(workers(count))
         # What an autoscaler reads: the count and the pods' selector (without one it refuses).
         scale = kube.http.request("GET", kube.path(doc, "scale"))
         assert scale["spec"]["replicas"] == count

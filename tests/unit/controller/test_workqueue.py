@@ -38,6 +38,30 @@ def test_add_after_delays_the_key() -> None:
     assert time.monotonic() - started >= 0.15
 
 
+def test_a_delayed_key_waits_once_and_keeps_the_earlier_time() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for _ in range(5):  # a burst of child changes: one reconcile
+        q.add_after("job", 0.1)
+    q.add_after("job", 30)  # a later deadline does not push it back
+    started = time.monotonic()
+    assert q.get() == "job"
+    assert 0.05 <= time.monotonic() - started < 5
+    q.done("job")
+    q.add("other")
+    assert q.get() == "other"  # "job" did not come back from the queued duplicates
+    assert len(q) == 0
+    assert q._waiting == {}  # nothing delayed is left to bring it back
+
+
+def test_an_earlier_time_moves_a_delayed_key_forward() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("job", 30)
+    q.add_after("job", 0.05)
+    started = time.monotonic()
+    assert q.get() == "job"
+    assert time.monotonic() - started < 5
+
+
 def test_rate_limited_retries_back_off_exponentially_and_forget_resets() -> None:
     q: WorkQueue[str] = WorkQueue(base_delay=0.01, max_delay=1.0)
     delays = []

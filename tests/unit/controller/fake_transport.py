@@ -1,0 +1,44 @@
+"""A stand-in for `Transport` (the operator's one I/O boundary) in unit tests: it answers
+creations and status writes as the API server would, records every request, and can be told to
+hold or refuse some. End-to-end tests use the real control plane instead."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+from t9kjobs.controller.transport import ApiError, Transport
+
+Obj = dict[str, Any]
+Hook = Callable[[str, str, Obj | None], None]
+
+
+class FakeTransport:
+    def __init__(self, before: Hook | None = None) -> None:
+        self.requests: list[tuple[str, str, Obj | None]] = []
+        self.before = before  # runs first: may block (to see concurrency) or raise ApiError
+        self._lock = threading.Lock()
+        self._uids = itertools.count(1)
+
+    def request(self, method: str, path: str, *, body: Obj | None = None, **_: Any) -> Obj:
+        with self._lock:
+            self.requests.append((method, path, body))
+        if self.before is not None:
+            self.before(method, path, body)
+        if body is None:
+            raise ApiError(404, {"message": f"{path} not found"})
+        answer = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": "1"}}
+        answer["metadata"].setdefault("uid", f"uid-{next(self._uids)}")
+        return answer
+
+    def as_transport(self) -> Transport:
+        return cast(Transport, self)
+
+    def posted(self, resource: str) -> list[Obj]:
+        """Bodies POSTed to a collection path ending in `resource` ("pods", "events")."""
+        with self._lock:
+            return [
+                b for m, p, b in self.requests if m == "POST" and p.endswith(f"/{resource}") and b
+            ]

@@ -1,0 +1,151 @@
+"""Applying a Plan: the status first, then the objects the pods use, then a job's pods all at
+once; Events go to the recorder. The API server is `FakeTransport` (the I/O boundary)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import yaml
+
+from t9kjobs.controller.events import EventRecorder
+from t9kjobs.controller.informer import Store
+from t9kjobs.controller.reconciler import Reconciler
+from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
+from t9kjobs.controller.transport import ApiError
+from t9kjobs.manager import PluginManager
+
+from .fake_transport import FakeTransport
+
+KIND = "PyTorchTrainingJob"
+KEY = (KIND, "team-a", "mnist")
+WORKERS = 3
+
+JOB = yaml.safe_load(
+    f"""
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: {KIND}
+metadata: {{name: mnist, namespace: team-a, uid: job-uid, resourceVersion: "1"}}
+spec:
+  replicaSpecs:
+    - type: master
+      replicas: 1
+      template:
+        spec:
+          containers: [{{name: pytorch, image: pytorch:2, command: [python, train.py]}}]
+    - type: worker
+      replicas: {WORKERS}
+      template:
+        spec:
+          containers: [{{name: pytorch, image: pytorch:2, command: [python, train.py]}}]
+"""
+)
+
+
+@pytest.fixture
+def creator() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(8) as pool:
+        yield pool
+
+
+def reconciler(
+    manager: PluginManager, fake: FakeTransport, creator: ThreadPoolExecutor | None
+) -> tuple[Reconciler, EventRecorder, dict[str, Store]]:
+    jobs = Store()
+    jobs.put(JOB)
+    children = {kind: Store() for kind in CHILD_RESOURCES}
+    recorder = EventRecorder(fake.as_transport())
+    return (
+        Reconciler(
+            fake.as_transport(),
+            manager,
+            {KIND: job_resource(manager.kind_info(KIND))},
+            {KIND: jobs},
+            children,
+            frozenset({"PodGroup", "TensorBoard"}),
+            recorder,
+            creator,
+        ),
+        recorder,
+        children,
+    )
+
+
+def test_status_then_the_service_then_all_pods_at_once(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    pods = 1 + WORKERS
+    together = threading.Barrier(pods, timeout=5)  # broken unless every pod is in flight at once
+
+    def hold_pods(method: str, path: str, body: Any) -> None:
+        if method == "POST" and path.endswith("/pods"):
+            together.wait()
+
+    fake = FakeTransport(before=hold_pods)
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+
+    writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
+    assert writes[0] == ("PUT", "status")
+    assert writes[1] == ("POST", "services")
+    assert sorted(writes[2:]) == [("POST", "pods")] * pods
+    assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
+    assert [b["reason"] for b in fake.posted("events")] == ["PodsCreated"]
+
+
+def test_without_a_creator_the_pods_are_created_one_after_another(
+    manager: PluginManager,
+) -> None:
+    in_flight: list[int] = [0]
+    most: list[int] = [0]
+    lock = threading.Lock()
+
+    def count(method: str, path: str, body: Any) -> None:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        threading.Event().wait(0.01)
+        with lock:
+            in_flight[0] -= 1
+
+    fake = FakeTransport(before=count)
+    the_reconciler, recorder, children = reconciler(manager, fake, None)
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    assert len(children["Pod"].owned_by("job-uid")) == 1 + WORKERS
+    assert most == [1]
+
+
+def test_a_refused_pod_fails_the_reconcile_once_the_others_are_created(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    def refuse_one(method: str, path: str, body: Any) -> None:
+        if method == "POST" and body and body["metadata"]["name"] == "mnist-worker-1":
+            raise ApiError(403, {"message": 'pods "mnist-worker-1" is forbidden: quota'})
+
+    fake = FakeTransport(before=refuse_one)
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    with pytest.raises(ApiError, match="quota"):
+        the_reconciler.reconcile(KEY)
+    recorder.close()
+    created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
+    assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
+    assert fake.posted("events") == []  # the Plan's events wait for a reconcile that succeeds
+
+
+def test_already_existing_pods_are_not_an_error(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    def exists(method: str, path: str, body: Any) -> None:
+        if method == "POST" and path.endswith("/pods"):
+            raise ApiError(409, {"message": "already exists", "reason": "AlreadyExists"})
+
+    fake = FakeTransport(before=exists)
+    the_reconciler, recorder, _ = reconciler(manager, fake, creator)
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    assert len(fake.posted("pods")) == 1 + WORKERS
