@@ -11,40 +11,24 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster import Cluster
 from bench.workload import kubeflow_job, ours_job
 from t9kjobs.controller.resources import Resource
+from t9kjobs.testing.process import ServerProcess, free_port, http_get, operator_command
 
 __all__ = ["KubeflowOperator", "OperatorUnderTest", "OurOperator"]
 
 Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_get(url: str, timeout: float = 10) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
 
 
 def scrape(url: str, metric: str, by: tuple[str, ...]) -> dict[str, float]:
@@ -59,7 +43,7 @@ def scrape(url: str, metric: str, by: tuple[str, ...]) -> dict[str, float]:
     return totals
 
 
-class OperatorUnderTest:
+class OperatorUnderTest(ServerProcess):
     """One operator process: what it needs installed, how to start it, what it reports."""
 
     name = ""
@@ -68,17 +52,8 @@ class OperatorUnderTest:
     job_label = ""  # the pod label naming the job
 
     def __init__(self, extra_args: list[str] | None = None) -> None:
+        super().__init__()
         self.extra_args = list(extra_args or [])
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.metrics_port = free_port()
-        self.health_port = free_port()
-        self._log: IO[bytes] | None = None
-        self.log_path: Path | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
     def job(self, name: str, replicas: int, seconds: int) -> Obj:
         raise NotImplementedError
@@ -102,41 +77,8 @@ class OperatorUnderTest:
         raise NotImplementedError
 
     def start(self, cluster: Cluster, log_path: Path) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("wb")
-        self.proc = subprocess.Popen(
-            self.command(cluster),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)},
-        )
-
-    def is_ready(self) -> bool:
-        return http_get(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2)[0] == 200
-
-    def wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited: see {self.log_path}")
-            try:
-                if self.is_ready():
-                    return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise TimeoutError(f"{self.name} not ready after {timeout}s: see {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self._log is not None:
-            self._log.close()
+        # PYTHONPATH: the harness runs from the repo, and so does our operator.
+        self.launch(self.command(cluster), log_path, {**os.environ, "PYTHONPATH": str(REPO)})
 
 
 class OurOperator(OperatorUnderTest):
@@ -171,19 +113,8 @@ class OurOperator(OperatorUnderTest):
         )
 
     def command(self, cluster: Cluster) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "t9kjobs.cli.main",
-            "operator",
-            "--kubeconfig",
-            cluster.kubeconfig,
-            "--metrics-bind-address",
-            f"127.0.0.1:{self.metrics_port}",
-            "--health-probe-bind-address",
-            f"127.0.0.1:{self.health_port}",
-            *self.extra_args,
-        ]
+        command = operator_command(cluster.kubeconfig, self.metrics_port, self.health_port)
+        return [*command, *self.extra_args]
 
     def api_requests(self) -> dict[str, float]:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
@@ -268,19 +199,17 @@ class KubeflowOperator(OperatorUnderTest):
                 return
             time.sleep(0.3)
 
-    def is_ready(self) -> bool:
+    def ready(self) -> bool:
         """Ready, and the PyTorchJob controller started (it is set up only once the webhook
         certificates are in place)."""
-        if not super().is_ready() or self.log_path is None:
-            return False
-        return '"controller": "pytorchjob-controller", "worker count"' in self.log_path.read_text(
-            errors="replace"
-        )
+        started = '"controller": "pytorchjob-controller", "worker count"'
+        return super().ready() and started in self.log.read_text(errors="replace")
 
     def api_requests(self) -> dict[str, float]:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         return scrape(url, "rest_client_requests_total", ("method",))
 
-    def stop(self) -> None:
-        super().stop()
+    def stop(self, grace: float = 15) -> int | None:
+        code = super().stop(grace)
         shutil.rmtree(_WEBHOOK_CERT_DIR.parent, ignore_errors=True)
+        return code

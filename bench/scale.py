@@ -148,7 +148,7 @@ class Phase:
             if op is not None:
                 op.prepare(cluster)
                 op.start(cluster, self.dir / "operator.log")
-                op.wait_ready()
+                op.wait_ready(timeout=120)
                 log(f"{self.key}: {op.title} ready (pid {op.pid})")
             transport = Transport(load_configuration(cluster.kubeconfig), qps=0)
             recorder = Recorder(
@@ -236,8 +236,8 @@ class Phase:
             )
             if done:
                 return True, False
-            if op is not None and op.proc is not None and op.proc.poll() is not None:
-                raise RuntimeError(f"{op.name} exited during the phase: see {op.log_path}")
+            if op is not None and op.exited():
+                raise RuntimeError(f"{op.name} exited during the phase: see {op.log}")
             if time.monotonic() - last_report > 15:
                 last_report = time.monotonic()
                 log(

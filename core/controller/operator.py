@@ -49,9 +49,9 @@ class Options:
     identity: str = ""
     impersonate: str | None = None
     discovery_interval: float = 30.0
-    # A change of a child queues its job after this long, once per window: the pods of a job
-    # that start or end together cost one reconcile and one status write (the Job controller
-    # of kube-controller-manager batches its pod events by 1 s too).
+    # A change of a child (or of a job's status) queues the job after this long, once per
+    # window: the pods of a job that start or end together cost one reconcile and one status
+    # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
     child_batch_period: float = 1.0
 
 
@@ -82,6 +82,7 @@ class Operator:
         self._synced = threading.Event()
         self.leading = threading.Event()
         self._reported: set[str] = set()
+        self._generations: dict[JobKey, int | None] = {}  # the last seen, by the job informers
         self.events = EventRecorder(self.transport, self.identity)
         self.creator = ThreadPoolExecutor(creators, thread_name_prefix="create")
         self.reconciler = Reconciler(
@@ -140,9 +141,21 @@ class Operator:
     # -- events -> queue ---------------------------------------------------------------------
 
     def _on_job(self, event: str, obj: Obj) -> None:
-        if event != "DELETED":
-            meta = obj["metadata"]
-            self.queue.add((obj["kind"], meta["namespace"], meta["name"]))
+        """A new job or a changed spec is reconciled at once. A change that leaves the spec's
+        generation as it was (the status, most often our own write coming back) is batched
+        like a child's: reconciling on it at once would write the status again for every pod
+        that moved meanwhile."""
+        meta = obj["metadata"]
+        key = (obj["kind"], meta["namespace"], meta["name"])
+        if event == "DELETED":
+            self._generations.pop(key, None)
+            return
+        generation = meta.get("generation")
+        if self._generations.get(key) == generation:
+            self.queue.add_after(key, self.options.child_batch_period)
+        else:
+            self._generations[key] = generation
+            self.queue.add(key)
 
     def _on_child(self, event: str, obj: Obj) -> None:
         meta = obj["metadata"]

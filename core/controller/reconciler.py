@@ -1,13 +1,15 @@
 """One reconcile: read the job and its children from the stores, plan, apply the Plan.
 
 The Plan is applied in the order status -> deletions -> updates -> creations. Writing the status
-first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). Creations go in two
-waves, each wave's requests at once: the objects pods use (Services, ConfigMaps, Secrets,
-PodGroups), then the pods; a job's pods cost one round trip, not one each. Events are handed to
-the `EventRecorder` and never waited for. Every answer from the
-API server goes straight into the stores, so the next reconcile of the same job sees what this
-one did even before the watch reports it. AlreadyExists, NotFound and Conflict are normal: names
-are deterministic, so a retry can never create a duplicate.
+first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`); a Plan that deletes
+nothing writes it last instead, planned again once its creations are in the stores.
+
+Creations go in two waves, each wave's requests at once: the objects pods use (Services,
+ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
+Events are handed to the `EventRecorder` and never waited for. Every answer from the API server
+goes straight into the stores, so the next reconcile of the same job sees what this one did even
+before the watch reports it. AlreadyExists, NotFound and Conflict are normal: names are
+deterministic, so a retry can never create a duplicate.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from t9kjobs.controller.transport import ApiError, Transport
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import JobStatus, dump
+from t9kjobs.models import Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339, set_condition
 from t9kjobs.ssh import fill_generated_secret
@@ -90,23 +92,40 @@ class Reconciler:
         except JobError as exc:
             self._invalid(key, raw, exc.problems, jlog)
             return None
-        uid = job.metadata.uid
-        children = [o for store in self.child_stores.values() for o in store.owned_by(uid)]
-        the_plan = plan(
+        the_plan = self._plan(job)
+        if the_plan.delete or not the_plan.create:
+            self._settle_status(key, raw, the_plan, jlog)  # first: see the module docstring
+            self._apply(namespace, raw, the_plan, jlog)
+            return the_plan.requeue_after
+        # Creations without deletions: no restart count to protect. The status is written once,
+        # after them, as they leave the job ("created"), rather than before ("creating") and
+        # again after: one write a job less, and a failed creation still shows what exists.
+        try:
+            self._apply(namespace, raw, the_plan, jlog)
+        finally:
+            settled = self._plan(job)  # the stores hold the answers to the creations
+            self._settle_status(key, raw, settled, jlog)
+        return settled.requeue_after
+
+    def _plan(self, job: Job) -> Plan:
+        children = [
+            o for store in self.child_stores.values() for o in store.owned_by(job.metadata.uid)
+        ]
+        return plan(
             job,
             Observed.of(children, self.absent_kinds),
             self.clock(),
-            self.manager.hooks_for(kind),
+            self.manager.hooks_for(job.kind),
         )
-        self._apply(key, raw, the_plan, jlog)
-        return the_plan.requeue_after
 
-    def _apply(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
-        namespace = key[1]
+    def _settle_status(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
         if the_plan.status_changed:
             self._write_status(key, raw, dump(the_plan.status))
             if the_plan.status.phase != (raw.get("status") or {}).get("phase"):
                 jlog.info("phase %s", the_plan.status.phase)
+
+    def _apply(self, namespace: str, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
+        """Deletions, updates, creations and events of the Plan (not its status)."""
         for ref in the_plan.delete:
             self._delete(namespace, ref)
         for obj in the_plan.update:

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,8 +30,9 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.testing.process import ServerProcess
 from t9kjobs.testing.simulation import simulate, without_claims
-from tests.e2e.operator import REPO, free_port
+from tests.e2e.operator import REPO
 from tests.unit.test_chart import CHART, install_tool, render_chart
 from tests.unit.test_dockerfile import build_context
 
@@ -225,11 +225,11 @@ def stand_in_crd(group: str, kind: str, plural: str) -> Obj:
     }
 
 
-class PodOperator:
+class PodOperator(ServerProcess):
     """`t9kjobs` of an image-like install, run with the chart Deployment's args as its pod."""
 
     def __init__(self, cluster: Any, bin_dir: Path, install: Installation, log: Path) -> None:
-        self.metrics_port, self.health_port = free_port(), free_port()
+        super().__init__()
         args = []
         for arg in install.deployment_args():
             flag = arg.partition("=")[0]
@@ -247,48 +247,21 @@ class PodOperator:
             "KUBERNETES_SERVICE_PORT": cluster.env["APISERVER_PORT"],
             "T9KJOBS_SA_DIR": str(install.sa_dir),
         }
-        self.log = log
-        self._out = log.open("w")
-        self.proc = subprocess.Popen(
-            [*POD_NAMESPACE, str(bin_dir / "t9kjobs"), "operator", *args],
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    def metrics(self) -> str:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return str(r.read().decode())
+        self.launch([*POD_NAMESPACE, str(bin_dir / "t9kjobs"), "operator", *args], log, env)
 
     def wait_leading(self, timeout: float = 90) -> None:
         """Ready is not enough: a standby is ready too. Wait until it leads and has synced."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"operator exited: {self.log.read_text()[-3000:]}"
+            assert not self.exited(), f"operator exited: {self.log_tail()}"
             try:
-                if "t9kjobs_leader 1.0" in self.metrics() and self._ready():
+                leads = "t9kjobs_leader 1.0" in self.get("/metrics", self.metrics_port)[1]
+                if leads and self.ready():
                     return
             except OSError:
                 pass
             time.sleep(0.5)
-        raise AssertionError(f"operator never led: {self.log.read_text()[-3000:]}")
-
-    def _ready(self) -> bool:
-        url = f"http://127.0.0.1:{self.health_port}/readyz"
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return bool(r.status == 200)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._out.close()
-        return int(self.proc.returncode)
+        raise AssertionError(f"operator never led: {self.log_tail()}")
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +308,7 @@ def completed_jobs(cluster: Any, pod_operator: PodOperator) -> dict[str, str | N
         cluster.poll(finished, timeout=240, interval=1, message="every job finished")
         return phases
     except AssertionError as exc:
-        raise AssertionError(f"{exc}: {phases}\n{pod_operator.log.read_text()[-3000:]}") from exc
+        raise AssertionError(f"{exc}: {phases}\n{pod_operator.log_tail()}") from exc
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.operator import OperatorProcess, install_crds
+from tests.e2e.operator import OperatorProcess, install_crds, operator_process
 from tests.e2e.test_operator import watch_phases
 from tests.e2e.test_operator_discovery import example
 
@@ -35,7 +35,7 @@ def test_one_replica_leads_and_the_other_takes_over(
     install_crds(cluster)
     flags = ("--leader-elect", "--leader-election-namespace", namespace)
     ops = {
-        name: OperatorProcess(cluster, *flags, "--identity", name, log=tmp_path / f"{name}.log")
+        name: operator_process(cluster, *flags, "--identity", name, log=tmp_path / f"{name}.log")
         for name in ("replica-a", "replica-b")
     }
     try:
@@ -53,7 +53,7 @@ def test_one_replica_leads_and_the_other_takes_over(
             "the standby reconciled"
         )
 
-        ops[first].proc.kill()  # no chance to release the lease: the standby waits for expiry
+        ops[first].kill()  # no chance to release the lease: the standby waits for expiry
         cluster.poll(
             lambda: holder(cluster, namespace) == second,
             timeout=60,

@@ -24,7 +24,7 @@ import yaml
 
 from t9kjobs.controller.transport import ApiError, Transport, load_configuration
 from t9kjobs.testing.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS, without_claims
-from tests.e2e.operator import REPO, OperatorProcess, install_crds
+from tests.e2e.operator import REPO, OperatorProcess, install_crds, operator_process
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -266,15 +266,14 @@ class Operators:
 
     def start(self) -> OperatorProcess:
         self.started += 1
-        op = OperatorProcess(self.cluster, log=self.logs / f"operator-{self.started}.log")
+        op = operator_process(self.cluster, log=self.logs / f"operator-{self.started}.log")
         op.wait_ready()
         self.current = op
         return op
 
     def kill(self) -> None:
         """SIGKILL: no shutdown of any kind, as when a node dies."""
-        self.current.proc.kill()
-        self.current.proc.wait()
+        self.current.kill()
         self.current.stop()
 
     def restart(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from t9kjobs.testing.simulation import simulate, without_claims
-from tests.e2e.operator import REPO, OperatorProcess, install_crds
+from tests.e2e.operator import REPO, install_crds, operator_process
 from tests.e2e.test_operator import job_status, watch_phases
 
 MISSING = "colossalaijobs.batch.tensorstack.dev"
@@ -27,7 +27,7 @@ def test_missing_crd_is_skipped_then_served_once_installed(
     install_crds(cluster)
     crd = cluster.kubectl("get", "crd", MISSING, "-o", "yaml").stdout
     cluster.kubectl("delete", "crd", MISSING, "--wait=true")
-    op = OperatorProcess(cluster, "--discovery-interval", "1", log=tmp_path / "operator.log")
+    op = operator_process(cluster, "--discovery-interval", "1", log=tmp_path / "operator.log")
     try:
         op.wait_ready()
         skipped = [line for line in op.log_lines() if "ColossalAIJob is not served" in line["msg"]]

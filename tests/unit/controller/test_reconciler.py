@@ -1,5 +1,6 @@
-"""Applying a Plan: the status first, then the objects the pods use, then a job's pods all at
-once; Events go to the recorder. The API server is `FakeTransport` (the I/O boundary)."""
+"""Applying a Plan: the objects the pods use, then a job's pods all at once, then the status they
+lead to (the status comes first only when the Plan deletes); Events go to the recorder. The API
+server is `FakeTransport` (the I/O boundary)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,16 @@ def reconciler(
     )
 
 
-def test_status_then_the_service_then_all_pods_at_once(
+def status_writes(fake: FakeTransport) -> list[Any]:
+    return [b["status"] for m, p, b in fake.requests if m == "PUT" and p.endswith("/status") and b]
+
+
+def initialized(status: Any) -> tuple[str, str]:
+    condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    return condition["status"], condition["reason"]
+
+
+def test_the_service_then_all_pods_at_once_then_one_status_write(
     manager: PluginManager, creator: ThreadPoolExecutor
 ) -> None:
     pods = 1 + WORKERS
@@ -90,10 +100,13 @@ def test_status_then_the_service_then_all_pods_at_once(
     recorder.close()
 
     writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
-    assert writes[0] == ("PUT", "status")
-    assert writes[1] == ("POST", "services")
-    assert sorted(writes[2:]) == [("POST", "pods")] * pods
+    assert writes[0] == ("POST", "services")
+    assert writes[1:-1] == [("POST", "pods")] * pods
+    assert writes[-1] == ("PUT", "status")
     assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
+    [status] = status_writes(fake)  # "created", without "creating" before it
+    assert initialized(status) == ("True", "PodsCreated")
+    assert status["aggregate"]["creating"] == 0
     assert [b["reason"] for b in fake.posted("events")] == ["PodsCreated"]
 
 
@@ -105,6 +118,8 @@ def test_without_a_creator_the_pods_are_created_one_after_another(
     lock = threading.Lock()
 
     def count(method: str, path: str, body: Any) -> None:
+        if path.endswith("/events"):
+            return  # the recorder's thread, not the reconcile
         with lock:
             in_flight[0] += 1
             most[0] = max(most[0], in_flight[0])
@@ -134,6 +149,9 @@ def test_a_refused_pod_fails_the_reconcile_once_the_others_are_created(
     recorder.close()
     created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
     assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
+    [status] = status_writes(fake)  # what exists is in the status all the same
+    assert initialized(status) == ("False", "CreatingPods")
+    assert status["aggregate"]["creating"] == 1
     assert fake.posted("events") == []  # the Plan's events wait for a reconcile that succeeds
 
 
