@@ -17,7 +17,7 @@ _LOCATION = re.compile(r" \((.*?):\d+\)$")
 
 
 def _group(thread: str) -> str:
-    return re.sub(r"-\d+$", "-*", thread)
+    return re.sub(r"[-_]\d+$", "-*", thread)  # worker-3, create_12 (a pool's thread)
 
 
 def _function(frame: str) -> str:
