@@ -15,8 +15,9 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
     listed = set(config["packages"])
     found = set()
     for top, name in (("core", "t9kjobs"), ("plugins", "t9kjobs.plugins")):
-        for init in (REPO / top).rglob("__init__.py"):
-            rel = init.parent.relative_to(REPO / top).parts
+        # Code folders, and the template folders (importable as namespace packages).
+        for marker in (*(REPO / top).rglob("__init__.py"), *(REPO / top).rglob("*.j2")):
+            rel = marker.parent.relative_to(REPO / top).parts
             found.add(".".join((name, *rel)))
     assert found == listed
 
