@@ -1,17 +1,22 @@
-"""Events about jobs, posted by one background thread.
+"""Events about jobs, posted by background threads.
 
 An Event is for people (`kubectl describe`), never for the controller: a reconcile must not wait
 for one, and a lost one is worth a log line, not a retry. So the reconcile worker only queues it
-(with the time it happened) and goes on with the next job; a single thread posts the queue in
-order, as client-go's event broadcaster does. The queue is bounded: when the API server cannot
-keep up, new Events are dropped and logged rather than held in memory.
+(with the time it happened) and goes on with the next job, as client-go's event broadcaster
+lets it. A few threads post the queues: one thread cannot keep up with 500 jobs created at once
+(an Event is a round trip), and the events of one job always go to the same thread, so they are
+posted in the order they happened. The queues are bounded: when the API server cannot keep up,
+new Events are dropped and logged rather than held in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
+import time
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -56,8 +61,8 @@ def event_body(job: Obj, event: Event, identity: str, now: datetime) -> Obj:
 
 
 class EventRecorder:
-    """`record` queues an Event; the recorder's thread posts it. `close` posts what is queued
-    (for at most `timeout` seconds) and stops the thread."""
+    """`record` queues an Event; a recorder thread posts it. `close` posts what is queued (for
+    at most `timeout` seconds) and stops the threads."""
 
     def __init__(
         self,
@@ -65,35 +70,48 @@ class EventRecorder:
         identity: str = COMPONENT,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         capacity: int = 1000,
+        threads: int = 4,
     ) -> None:
         self.transport = transport
         self.identity = identity
         self.clock = clock
-        self._pending: queue.Queue[Obj | None] = queue.Queue(maxsize=capacity)
-        self._thread = threading.Thread(target=self._post_all, name="events", daemon=True)
-        self._thread.start()
+        self._queues: list[queue.Queue[Obj | None]] = [
+            queue.Queue(maxsize=max(1, capacity // threads)) for _ in range(threads)
+        ]
+        self._threads = [
+            threading.Thread(target=self._post_all, args=(q,), name=f"events-{i}", daemon=True)
+            for i, q in enumerate(self._queues)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def record(self, job: Obj, event: Event) -> None:
         body = event_body(job, event, self.identity, self.clock())
+        # One job, one queue: its events keep their order.
+        pending = self._queues[
+            zlib.crc32(str(job["metadata"].get("uid")).encode()) % len(self._queues)
+        ]
         try:
-            self._pending.put_nowait(body)
+            pending.put_nowait(body)
         except queue.Full:
             log.warning(
                 "event %s dropped: %d events wait to be posted",
                 event.reason,
-                self._pending.maxsize,
+                pending.maxsize,
                 extra=_job_of(body),
             )
 
     def close(self, timeout: float = 5.0) -> None:
-        try:
-            self._pending.put(None, timeout=timeout)
-        except queue.Full:
-            return  # the thread is a daemon: what is still queued dies with the process
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for pending in self._queues:
+            # The threads are daemons: what is still queued at the deadline dies with them.
+            with contextlib.suppress(queue.Full):
+                pending.put(None, timeout=max(0.0, deadline - time.monotonic()))
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _post_all(self) -> None:
-        while (body := self._pending.get()) is not None:
+    def _post_all(self, pending: queue.Queue[Obj | None]) -> None:
+        while (body := pending.get()) is not None:
             namespace = body["metadata"]["namespace"]
             try:
                 self.transport.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)

@@ -76,7 +76,7 @@ def test_a_refused_event_is_logged_and_the_next_is_posted(caplog: Any) -> None:
 def test_a_full_queue_drops_new_events_with_a_log_line(capacity: int, caplog: Any) -> None:
     release = threading.Event()
     fake = FakeTransport(before=lambda *_: release.wait(5))
-    recorder = EventRecorder(fake.as_transport(), capacity=capacity)
+    recorder = EventRecorder(fake.as_transport(), capacity=capacity, threads=1)
     recorder.record(JOB, Event("Normal", "Held", ""))  # taken by the thread, held
     while not fake.requests:
         threading.Event().wait(0.01)
@@ -88,3 +88,30 @@ def test_a_full_queue_drops_new_events_with_a_log_line(capacity: int, caplog: An
     reasons = [b["reason"] for b in fake.posted("events")]
     assert reasons == ["Held", *(f"Queued{i}" for i in range(capacity))]
     assert f"event Queued{capacity} dropped" in caplog.text
+
+
+def test_a_slow_job_does_not_hold_back_the_events_of_others() -> None:
+    release = threading.Event()
+
+    def hold(method: str, path: str, body: Any) -> None:
+        if body["involvedObject"]["uid"] == "slow":
+            release.wait(5)
+
+    fake = FakeTransport(before=hold)
+    recorder = EventRecorder(fake.as_transport(), threads=4)
+    jobs = [{**JOB, "metadata": {**JOB["metadata"], "uid": f"u-{i}"}} for i in range(8)]
+    slow = {**JOB, "metadata": {**JOB["metadata"], "uid": "slow"}}
+    recorder.record(slow, Event("Normal", "Held", ""))
+    for job in jobs:
+        recorder.record(job, Event("Normal", "Posted", ""))
+    # Every job whose events share no thread with the held one is posted meanwhile.
+    started = threading.Event()
+    for _ in range(200):
+        if sum(b["reason"] == "Posted" for b in fake.posted("events")) >= 4:
+            started.set()
+            break
+        threading.Event().wait(0.01)
+    release.set()
+    recorder.close()
+    assert started.is_set(), [b["reason"] for b in fake.posted("events")]
+    assert len(fake.posted("events")) == 9
