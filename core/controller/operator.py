@@ -37,8 +37,8 @@ class Options:
     namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
     workers: int = 8
     # A client limit only has to stop a runaway loop: the API server protects itself with
-    # priority and fairness. 200/400 lets 8 workers create pods at the machine's pace
-    # (docs/benchmarks.md); 50/100 made the limiter 77% of the workers' time.
+    # priority and fairness. At 50/100 the limiter was 77% of the workers' time; at 200/400
+    # it no longer shows in a profile (docs/benchmarks.md).
     qps: float = 200.0
     burst: int = 400
     leader_elect: bool = False
