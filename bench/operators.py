@@ -11,8 +11,6 @@ import base64
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.cluster import Cluster
 from bench.workload import kubeflow_job, ours_job
 from t9kjobs.controller.resources import Resource
+from t9kjobs.testing.crds import install_crds
 from t9kjobs.testing.process import ServerProcess, free_port, http_get, operator_command
 
 __all__ = ["KubeflowOperator", "OperatorUnderTest", "OurOperator"]
@@ -98,19 +97,7 @@ class OurOperator(OperatorUnderTest):
         return phase if phase in ("Succeeded", "Failed") else None
 
     def prepare(self, cluster: Cluster) -> None:
-        crds = subprocess.run(
-            [sys.executable, "-m", "t9kjobs.cli.main", "crds", "--stdout"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        cluster.kubectl("apply", "--server-side", "-f", "-", stdin=crds)
-        cluster.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            f"crd/{self.jobs.plural}.{self.jobs.group}",
-        )
+        install_crds(cluster.kubectl_path, cluster.kubeconfig)
 
     def command(self, cluster: Cluster) -> list[str]:
         command = operator_command(cluster.kubeconfig, self.metrics_port, self.health_port)

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from t9kjobs.testing.crds import install_crds
 from t9kjobs.testing.simulation import simulate, without_claims
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,17 +93,7 @@ def print_table(jobs: list[dict[str, Any]], elapsed: float) -> None:
 
 def run(kubectl: Kubectl, env: dict[str, str], log_path: Path) -> bool:
     say("installing the CRDs generated from the plugins' models")
-    crds = subprocess.run(
-        [sys.executable, "-m", "t9kjobs.cli.main", "crds", "--stdout"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    print(kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=crds), end="")
-    for doc in yaml.safe_load_all(crds):
-        kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", f"crd/{doc['metadata']['name']}"
-        )
+    print(install_crds(f"{env['BIN_DIR']}/kubectl", env["KUBECONFIG"]), end="")
 
     say(f"starting the operator (logs: {log_path})")
     log = log_path.open("w")

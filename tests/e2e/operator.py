@@ -1,17 +1,15 @@
 """Running `t9kjobs operator` against the test cluster, as a user would: a separate process
-(`t9kjobs.testing.process`), with the CRDs installed first."""
+(`t9kjobs.testing.process`), with the CRDs installed first (`t9kjobs.testing.crds`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from t9kjobs.testing import crds
 from t9kjobs.testing.process import OperatorProcess
 
 __all__ = ["REPO", "OperatorProcess", "install_crds", "operator", "operator_process"]
@@ -20,17 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def install_crds(cluster: Any) -> None:
-    crds = subprocess.run(
-        [sys.executable, "-m", "t9kjobs.cli.main", "crds", "--stdout"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=crds)
-    for doc in yaml.safe_load_all(crds):
-        cluster.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", f"crd/{doc['metadata']['name']}"
-        )
+    crds.install_crds(cluster.kubectl_path, cluster.kubeconfig)
 
 
 def operator_process(cluster: Any, *extra: str, log: Path) -> OperatorProcess:
