@@ -32,3 +32,28 @@ cluster_bins_present() {
 		[[ -x "$CLUSTER_BIN_DIR/$b" ]] || return 1
 	done
 }
+
+# ---------------------------------------------------------------- the real node (node/)
+NODE_GOMOD_DIR="$CLUSTER_HACK_DIR/node"
+node_mod_version() {
+	awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' \
+		"$NODE_GOMOD_DIR/$1/go.mod"
+}
+CONTAINERD_VERSION="$(node_mod_version gomod-containerd github.com/containerd/containerd/v2)"
+COREDNS_VERSION="$(node_mod_version gomod-coredns github.com/coredns/coredns)"
+# Keyed by the versions and by the content of the wrapper modules (CoreDNS's plugin list is code)
+# and of the build script (its flags).
+NODE_BIN_HASH="$(cat "$CLUSTER_GOMOD_DIR/go.sum" "$NODE_GOMOD_DIR"/gomod-*/go.* "$NODE_GOMOD_DIR"/gomod-*/*.go \
+	"$NODE_GOMOD_DIR/build.sh" |
+	sha256sum | cut -c1-12)"
+NODE_BIN_VERSION="node-k8s-${K8S_VERSION}_containerd-${CONTAINERD_VERSION}_coredns-${COREDNS_VERSION}-${NODE_BIN_HASH}"
+NODE_BIN_DIR="${T9KJOBS_NODE_BIN_DIR:-$T9KJOBS_CACHE/bin/$NODE_BIN_VERSION}"
+NODE_BINARIES=(kubelet containerd containerd-shim-runc-v2 ctr coredns)
+
+node_bins_present() {
+	local b
+	[[ -f "$NODE_BIN_DIR/BUILD_INFO" ]] || return 1
+	for b in "${NODE_BINARIES[@]}"; do
+		[[ -x "$NODE_BIN_DIR/$b" ]] || return 1
+	done
+}

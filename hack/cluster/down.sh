@@ -37,6 +37,11 @@ stop() {
 	fi
 	rm -f "$f"
 }
+# The real node first (node/start.sh), while the API server still answers kubelet.
+if [[ -d "$D/node" ]]; then
+	# shellcheck source=node/stop.sh
+	source "$CLUSTER_HACK_DIR/node/stop.sh"
+fi
 # Reverse start order; etcd last so the others shut down cleanly.
 for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 	stop "$name"

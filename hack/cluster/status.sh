@@ -7,8 +7,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 D="$T9KJOBS_CLUSTER_DIR"
 [[ -f "$D/cluster.env" ]] || { echo "not running (no $D/cluster.env)"; exit 1; }
 BIN_DIR=$(sed -n 's/^BIN_DIR=//p' "$D/cluster.env")
+MODE=$(sed -n 's/^MODE=//p' "$D/cluster.env")
+if [[ $MODE == real ]]; then
+	node_procs=(node-mounts containerd kubelet coredns)
+else
+	node_procs=(kwok)
+fi
 rc=0
-for name in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+for name in etcd kube-apiserver kube-controller-manager kube-scheduler "${node_procs[@]}"; do
 	pid=$(cat "$D/pids/$name.pid" 2>/dev/null) || pid=
 	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
 		echo "$name: running (pid $pid)"

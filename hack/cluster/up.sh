@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Start the local test control plane on 127.0.0.1:
-#   etcd, kube-apiserver (Node,RBAC), kube-controller-manager, kube-scheduler and kwok
-#   managing $T9KJOBS_NODES (default 4) fake nodes.
-# Builds the binaries first when they are missing (hack/cluster/build.sh).
-# Returns when the API server is ready and every fake node is Ready without taints.
+#   etcd, kube-apiserver (Node,RBAC), kube-controller-manager, kube-scheduler, and either
+#   - kwok managing $T9KJOBS_NODES (default 4) fake nodes (simulated pods, kwok/start.sh), or
+#   - with T9KJOBS_NODES=real, one real node: containerd, runc, the CNI bridge, kubelet and
+#     CoreDNS, with the images of hack/images imported (node/start.sh).
+# Builds the binaries (and images) first when they are missing (build.sh, node/build.sh,
+# ../images/build.sh).
+# Returns when the API server is ready and every node is Ready without taints.
 # Admin kubeconfig: $T9KJOBS_CLUSTER_DIR/kubeconfig (default ~/.cache/t9kjobs/cluster).
 # Ports and paths: $T9KJOBS_CLUSTER_DIR/cluster.env.
 # Does nothing when a cluster is already running at that dir. Stop it with down.sh.
 #
 # Environment:
 #   T9KJOBS_CACHE, T9KJOBS_CLUSTER_DIR       where binaries / cluster state live
-#   T9KJOBS_NODES (4), T9KJOBS_NODE_GPUS (8), T9KJOBS_NODE_CPU (32), T9KJOBS_NODE_MEMORY (256Gi),
+#   T9KJOBS_NODES (4, or real), T9KJOBS_NODE_GPUS (8), T9KJOBS_NODE_CPU (32), T9KJOBS_NODE_MEMORY (256Gi),
 #   T9KJOBS_NODE_PODS (110)                  fake node shape
 #   T9KJOBS_ETCD_PORT, T9KJOBS_ETCD_PEER_PORT, T9KJOBS_APISERVER_PORT, T9KJOBS_KCM_PORT,
 #   T9KJOBS_SCHEDULER_PORT                   fixed ports (default: free ones picked at start)
@@ -22,7 +25,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 D="$T9KJOBS_CLUSTER_DIR"
+# T9KJOBS_NODES: a number of KWOK nodes (simulated pods), or "real" for one real node.
 NODES="${T9KJOBS_NODES:-4}"
+if [[ $NODES == real ]]; then
+	MODE=real
+elif [[ $NODES =~ ^[0-9]+$ && $NODES -ge 1 ]]; then
+	MODE=kwok
+else
+	cluster_die "T9KJOBS_NODES must be \"real\" or a number of KWOK nodes >= 1, not \"$NODES\""
+fi
 TIMEOUT="${T9KJOBS_UP_TIMEOUT:-180}"
 SERVICE_CIDR="10.96.0.0/16"
 SERVICE_IP="10.96.0.1" # first IP of SERVICE_CIDR: the `kubernetes` Service
@@ -38,6 +49,8 @@ exec 8>"$D/.lock"
 flock 8
 
 if "$CLUSTER_HACK_DIR/status.sh" >/dev/null 2>&1; then
+	running=$(sed -n 's/^MODE=//p' "$D/cluster.env")
+	[[ $running == "$MODE" ]] || cluster_die "a ${running:-kwok} cluster already runs at $D; stop it first (make cluster-down) or use another T9KJOBS_CLUSTER_DIR"
 	cluster_log "already running at $D (kubeconfig: $D/kubeconfig)"
 	exit 0
 fi
@@ -65,10 +78,10 @@ mkdir -p "$D/pki" "$D/pids" "$D/logs" "$D/kwok-home"
 chmod 700 "$D/pki"
 
 # ---------------------------------------------------------------- ports
-read -r P_ETCD P_ETCD_PEER P_API P_KCM P_SCHED < <(python3 - <<'EOF'
+read -r P_ETCD P_ETCD_PEER P_API P_KCM P_SCHED P_KUBELET_HEALTHZ P_DNS_READY P_DNS_HEALTH < <(python3 - <<'EOF'
 import socket
 socks = []
-for _ in range(5):
+for _ in range(8):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -113,6 +126,8 @@ newca ca "/CN=t9kjobs-test-ca"
 sign apiserver "/CN=kube-apiserver" serverAuth \
 	"IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=t9kjobs-admin" clientAuth
+# kube-apiserver's identity towards kubelets (logs, exec, port-forward), as kubeadm makes it.
+sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
 # kwok writes node and pod status, node leases and deletes pods on behalf of every fake
@@ -169,6 +184,7 @@ SCHEDULER_PORT=$P_SCHED
 SERVICE_CIDR=$SERVICE_CIDR
 POD_CIDR=$POD_CIDR
 NODES=$NODES
+MODE=$MODE
 EOF
 
 # ---------------------------------------------------------------- processes
@@ -256,6 +272,10 @@ start kube-apiserver "$BIN/kube-apiserver" \
 	--proxy-client-cert-file="$P/front-proxy-client.crt" \
 	--proxy-client-key-file="$P/front-proxy-client.key" \
 	--endpoint-reconciler-type=none \
+	--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
+	--kubelet-client-key="$P/apiserver-kubelet-client.key" \
+	--kubelet-certificate-authority="$P/ca.crt" \
+	--kubelet-preferred-address-types=InternalIP,Hostname \
 	--allow-privileged=true \
 	--profiling=false \
 	--v=1
@@ -284,64 +304,14 @@ start kube-scheduler "$BIN/kube-scheduler" \
 	--profiling=false \
 	--v=1
 
-# HOME is pointed into the cluster dir so a ~/.kwok/kwok.yaml of the user is not loaded.
-start kwok env HOME="$D/kwok-home" "$BIN/kwok" \
-	--kubeconfig="$D/kwok.kubeconfig" \
-	--config="$CLUSTER_HACK_DIR/stages/node.yaml" \
-	--config="$CLUSTER_HACK_DIR/stages/pod.yaml" \
-	--manage-all-nodes=false \
-	--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-	--node-ip=127.0.0.1 \
-	--cidr="$POD_CIDR" \
-	--node-lease-duration-seconds=40
-
-# ---------------------------------------------------------------- fake nodes
-{
-	for i in $(seq 0 $((NODES - 1))); do
-		cat <<EOF
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: kwok-node-$i
-  annotations:
-    kwok.x-k8s.io/node: fake
-    node.alpha.kubernetes.io/ttl: "0"
-  labels:
-    type: kwok
-    kubernetes.io/arch: amd64
-    kubernetes.io/hostname: kwok-node-$i
-    kubernetes.io/os: linux
-    node.kubernetes.io/instance-type: kwok-gpu
-status:
-EOF
-		for field in allocatable capacity; do
-			cat <<EOF
-  $field:
-    cpu: "${T9KJOBS_NODE_CPU:-32}"
-    memory: ${T9KJOBS_NODE_MEMORY:-256Gi}
-    ephemeral-storage: 1Ti
-    pods: "${T9KJOBS_NODE_PODS:-110}"
-    nvidia.com/gpu: "${T9KJOBS_NODE_GPUS:-8}"
-EOF
-		done
-	done
-} >"$D/nodes.yaml"
-# Created (with their status) by the admin. Retried: kube-apiserver may still be installing
-# its bootstrap policy; nodes that already exist are fine.
-create_nodes() {
-	"${KUBECTL[@]}" create -f "$D/nodes.yaml" || true
-	[[ $("${KUBECTL[@]}" get nodes -l type=kwok -o name | grep -c .) == "$NODES" ]]
-}
-wait_for "$NODES fake nodes created" kube-apiserver create_nodes
-nodes_ready() {
-	local out
-	out=$("${KUBECTL[@]}" get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.taints}{"\n"}{end}') || return 1
-	[[ $(grep -c . <<<"$out") == "$NODES" ]] || return 1
-	# every line "name True " (Ready, no taints)
-	! grep -qvE '^[^ ]+ True $' <<<"$out"
-}
-wait_for "$NODES fake nodes Ready and untainted" kwok nodes_ready
+# ---------------------------------------------------------------- nodes
+if [[ $MODE == real ]]; then
+	# shellcheck source=node/start.sh
+	source "$CLUSTER_HACK_DIR/node/start.sh"
+else
+	# shellcheck source=kwok/start.sh
+	source "$CLUSTER_HACK_DIR/kwok/start.sh"
+fi
 sa_ready() { "${KUBECTL[@]}" -n default get serviceaccount default; }
 wait_for "service accounts (kube-controller-manager)" kube-controller-manager sa_ready
 

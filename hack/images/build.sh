@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Build the real node's images with no registry, each once per content of its recipe:
+#   hack/images/build.sh [NAME...]     (default: every folder here with a Containerfile)
+# For each image prints "<reference> <OCI archive>" on stdout; the archive is what
+# `ctr -n k8s.io images import` takes (hack/cluster/node/start.sh does that).
+#
+# How (docs/images.md):
+#   1. a Debian bookworm minbase root filesystem from debootstrap, as a tarball, once per
+#      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE);
+#   2. imported into buildah's storage as the base image localhost/t9kjobs-base:<hash>;
+#   3. `buildah bud` of hack/images/<name>/Containerfile with BASE=<that image>, chroot
+#      isolation and the vfs storage driver, inside a private mount namespace (whatever buildah
+#      mounts dies with it: the host's mount table never changes);
+#   4. `buildah push` to ${T9KJOBS_CACHE:-~/.cache/t9kjobs}/images/<name>-<hash>.oci.tar, where
+#      <hash> covers the image's folder, the base and this script. A later call with the same
+#      inputs finds the archive and builds nothing.
+# Needs root (debootstrap, chroot); installs buildah, debootstrap and gcc when missing.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+T9KJOBS_CACHE="${T9KJOBS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/t9kjobs}"
+OUT="$T9KJOBS_CACHE/images"
+STORE="$OUT/buildah" # buildah's storage: the base image (built images are removed after push)
+
+SUITE=bookworm
+VARIANT=minbase
+MIRROR="${T9KJOBS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+ROOTFS_RECIPE=1 # bump when the root filesystem's making below changes
+
+log() { printf '[images] %s\n' "$*" >&2; }
+die() { printf '[images] ERROR: %s\n' "$*" >&2; exit 1; }
+
+[[ $(id -u) == 0 ]] || die "building images needs root (debootstrap, buildah's chroot isolation)"
+"$HERE/../debian-packages.sh" buildah debootstrap gcc libc6-dev ||
+	die "could not install buildah, debootstrap and gcc"
+
+names=("$@")
+if ((${#names[@]} == 0)); then
+	for f in "$HERE"/*/Containerfile; do names+=("$(basename "$(dirname "$f")")"); done
+fi
+for name in "${names[@]}"; do
+	[[ -f "$HERE/$name/Containerfile" ]] || die "no image $name (no $HERE/$name/Containerfile)"
+done
+
+mkdir -p "$OUT"
+exec 9>"$OUT/.lock"
+flock 9
+
+# The reference an image is tagged with: the `# image: REF` line of its Containerfile.
+image_ref() { sed -n 's/^# image: *//p' "$HERE/$1/Containerfile" | head -n 1; }
+# A short hash of files' paths and contents.
+hash_of() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16; }
+
+rootfs_hash=$(printf '%s\n' "$SUITE" "$VARIANT" "$MIRROR" "$ROOTFS_RECIPE" | sha256sum | cut -c1-16)
+ROOTFS="$OUT/rootfs-$SUITE-$VARIANT-$rootfs_hash.tar"
+BASE_REF="localhost/t9kjobs-base:$SUITE-$rootfs_hash"
+script_hash=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
+
+buildah_() {
+	buildah --root "$STORE/root" --runroot "$STORE/run" --storage-driver vfs "$@"
+}
+
+# ---------------------------------------------------------------- which images are missing
+todo=()
+results=()
+for name in "${names[@]}"; do
+	ref=$(image_ref "$name")
+	[[ -n "$ref" ]] || die "$HERE/$name/Containerfile has no '# image: REF' line"
+	hash=$( (hash_of "$HERE/$name"; echo "$rootfs_hash $script_hash") | sha256sum | cut -c1-16)
+	archive="$OUT/$name-$hash.oci.tar"
+	if [[ ! -s "$archive" ]]; then
+		todo+=("$name $ref $archive")
+	fi
+	results+=("$ref $archive")
+done
+
+if ((${#todo[@]} > 0)); then
+	# ------------------------------------------------------------ the root filesystem
+	if [[ ! -s "$ROOTFS" ]]; then
+		log "debootstrap --variant=$VARIANT $SUITE from $MIRROR (first time: about 30 s)"
+		t0=$SECONDS
+		dir=$(mktemp -d "$OUT/.rootfs.XXXXXX")
+		trap 'rm -rf "$dir"' EXIT
+		debootstrap --variant="$VARIANT" "$SUITE" "$dir/fs" "$MIRROR" >"$dir/debootstrap.log" 2>&1 ||
+			{ tail -n 20 "$dir/debootstrap.log" >&2; die "debootstrap failed"; }
+		# What a container runtime provides at run time, and what no image should carry.
+		rm -rf "$dir"/fs/var/cache/apt/archives/*.deb "$dir"/fs/var/lib/apt/lists/* \
+			"$dir/fs/etc/resolv.conf" "$dir/fs/etc/hostname"
+		echo "deb $MIRROR $SUITE main" >"$dir/fs/etc/apt/sources.list"
+		tar -C "$dir/fs" --numeric-owner -cf "$dir/rootfs.tar" .
+		mv "$dir/rootfs.tar" "$ROOTFS"
+		rm -rf "$dir"
+		trap - EXIT
+		log "root filesystem $ROOTFS ($(du -h "$ROOTFS" | cut -f1)) in $((SECONDS - t0)) s"
+	fi
+
+	# ------------------------------------------------------------ the builds
+	# One private mount namespace for every buildah call, so nothing it mounts reaches the host.
+	# PIP_CERT: the host's CA bundle, for pip behind a TLS-inspecting proxy (the Containerfiles
+	# that use pip take it as a build argument; the bundle never ends up in an image).
+	ca="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+	ca_args=()
+	if [[ -f "$ca" ]]; then
+		ca_args=(-v "$ca:/tmp/t9kjobs-build-ca.crt:ro" --build-arg PIP_CERT=/tmp/t9kjobs-build-ca.crt)
+	fi
+	export -f buildah_ log die
+	export STORE ROOTFS BASE_REF HERE
+	for item in "${todo[@]}"; do
+		read -r name ref archive <<<"$item"
+		log "building $ref from $HERE/$name/Containerfile"
+		t0=$SECONDS
+		ctx=$(mktemp -d "$OUT/.ctx.XXXXXX")
+		cp -r "$HERE/$name/." "$ctx/"
+		# A C source in the folder is compiled into the context (the pause image).
+		for src in "$ctx"/*.c; do
+			[[ -f "$src" ]] || continue
+			gcc -static -Os -Wall -Werror -o "${src%.c}" "$src"
+			strip "${src%.c}"
+		done
+		unshare --mount --propagation private -- bash -euo pipefail -c '
+			name=$1 ref=$2 archive=$3 ctx=$4
+			shift 4
+			if ! buildah_ inspect --type image "$BASE_REF" >/dev/null 2>&1; then
+				c=$(buildah_ from scratch)
+				buildah_ add "$c" "$ROOTFS" / >/dev/null
+				buildah_ config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+					--cmd /bin/bash "$c"
+				buildah_ commit --rm -q "$c" "$BASE_REF" >/dev/null
+				log "base image $BASE_REF imported"
+			fi
+			buildah_ bud --isolation chroot --layers=false --pull=never -q \
+				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctx/Containerfile" "$ctx" >/dev/null
+			rm -f "$archive.tmp"
+			buildah_ push -q "$ref" "oci-archive:$archive.tmp:$ref"
+			buildah_ rmi "$ref" >/dev/null
+			mv "$archive.tmp" "$archive"
+		' build "$name" "$ref" "$archive" "$ctx" "${ca_args[@]}"
+		rm -rf "$ctx"
+		log "built $ref in $((SECONDS - t0)) s: $(du -h "$archive" | cut -f1) ($archive)"
+	done
+fi
+
+# Archives of other contents of the same images are stale: keep only the current ones.
+for name in "${names[@]}"; do
+	for old in "$OUT/$name"-*.oci.tar; do
+		[[ -e "$old" ]] || continue
+		printf '%s\n' "${results[@]}" | grep -qF " $old" || rm -f "$old"
+	done
+done
+printf '%s\n' "${results[@]}"

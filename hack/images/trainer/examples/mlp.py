@@ -1,0 +1,130 @@
+"""A small MLP trained data-parallel on CPU (gloo), for the real-node tests and the examples.
+
+Every launcher the operator generates ends up here: the operator's env for plain pods
+(``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``), torchrun (static or elastic),
+``deepspeed`` over pdsh and ssh, and ``colossalai run``. The script reads the rendezvous from the
+environment, trains on data it generates (the same on every rank, a different shard each) and
+prints lines the tests read:
+
+    start rank=R world=W local_rank=L host=H restart=N   (N: torchrun's restart count, or -)
+    step S rank=R world=W loss=X          (every --log-every steps)
+    done rank=R world=W first_loss=X last_loss=Y steps=S
+
+``--fail-rank R`` makes global rank R raise after ``--fail-after`` steps (failure tests);
+``--deepspeed`` trains through ``deepspeed.initialize`` (ZeRO stage 0 on CPU);
+``--steps``, ``--sleep`` (seconds per step) set how long it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--log-every", type=int, default=50)
+    parser.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep each step")
+    parser.add_argument("--fail-rank", type=int, default=None)
+    parser.add_argument("--fail-after", type=int, default=5)
+    parser.add_argument("--deepspeed", action="store_true", help="deepspeed.initialize")
+    # deepspeed's launcher passes --local_rank=N unless told --no_local_rank
+    parser.add_argument("--local_rank", "--local-rank", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def model() -> torch.nn.Module:
+    torch.manual_seed(0)  # the same initial weights on every rank
+    return torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+
+
+def batches(rank: int, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Noisy samples of a fixed linear function; each rank draws its own."""
+    gen = torch.Generator().manual_seed(1234 + rank)
+    true_w = torch.linspace(-1, 1, 16).unsqueeze(1)
+    x = torch.randn(batch * 8, 16, generator=gen)
+    y = x @ true_w + 0.01 * torch.randn(batch * 8, 1, generator=gen)
+    return x, y
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    env = os.environ
+    local_rank = args.local_rank if args.local_rank is not None else int(env.get("LOCAL_RANK", 0))
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    print(
+        f"start rank={rank} world={world} local_rank={local_rank} host={socket.gethostname()}"
+        f" restart={env.get('TORCHELASTIC_RESTART_COUNT', '-')}",
+        flush=True,
+    )
+    net = model()
+    if args.deepspeed:
+        import deepspeed
+
+        config = {
+            "train_micro_batch_size_per_gpu": args.batch,
+            "optimizer": {"type": "SGD", "params": {"lr": args.lr}},
+            "zero_optimization": {"stage": 0},
+        }
+        engine, _, _, _ = deepspeed.initialize(
+            model=net, model_parameters=net.parameters(), config=config
+        )
+
+        def train_step(x: torch.Tensor, y: torch.Tensor) -> float:
+            loss = torch.nn.functional.mse_loss(engine(x), y)
+            engine.backward(loss)
+            engine.step()
+            return float(loss)
+    else:
+        ddp = torch.nn.parallel.DistributedDataParallel(net)
+        opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+
+        def train_step(x: torch.Tensor, y: torch.Tensor) -> float:
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(ddp(x), y)
+            loss.backward()
+            opt.step()
+            return float(loss)
+
+    x_all, y_all = batches(rank, args.batch)
+    first = last = float("nan")
+    for step in range(1, args.steps + 1):
+        if args.fail_rank == rank and step > args.fail_after:
+            raise RuntimeError(f"rank {rank} fails on purpose at step {step} (--fail-rank)")
+        i = (step * args.batch) % len(x_all)
+        x, y = x_all[i : i + args.batch], y_all[i : i + args.batch]
+        if len(x) < args.batch:
+            x, y = x_all[: args.batch], y_all[: args.batch]
+        last = train_step(x, y)
+        if step == 1:
+            first = last
+        if step % args.log_every == 0 or step == 1:
+            print(f"step {step} rank={rank} world={world} loss={last:.5f}", flush=True)
+        if args.sleep:
+            time.sleep(args.sleep)
+    # every rank agrees on the weights: all-reduce a checksum and compare
+    checksum = torch.tensor([sum(float(p.sum()) for p in net.parameters())])
+    gathered = [torch.zeros(1) for _ in range(world)]
+    dist.all_gather(gathered, checksum)
+    in_sync = all(abs(float(g) - float(checksum)) < 1e-4 for g in gathered)
+    print(
+        f"done rank={rank} world={world} first_loss={first:.5f} last_loss={last:.5f}"
+        f" steps={args.steps} in_sync={in_sync}",
+        flush=True,
+    )
+    dist.destroy_process_group()
+    return 0 if in_sync else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
