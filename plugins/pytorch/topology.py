@@ -51,6 +51,7 @@ RESERVED_ENV = (
     "PET_RDZV_BACKEND",
     "PET_RDZV_ENDPOINT",
     "PET_RDZV_ID",
+    "PET_RDZV_CONF",
 )
 
 
@@ -230,4 +231,8 @@ def pod_env(top: Topology, node: Node) -> dict[str, str]:
         env["PET_RDZV_BACKEND"] = top.rdzv_backend
         env["PET_RDZV_ENDPOINT"] = top.endpoint
         env["PET_RDZV_ID"] = top.job_uid
+        if top.rdzv_backend == "c10d":
+            # which pod hosts the c10d store (torchrun cannot tell from names in a pod)
+            hosts = top.master is not None and node.name == top.master.name
+            env["PET_RDZV_CONF"] = f"is_host={int(hosts)}"
     return env

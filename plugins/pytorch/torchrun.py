@@ -4,6 +4,12 @@ Options use torchrun's underscore spellings (`--nproc_per_node`): every torchrun
 while the dash spellings (`--nproc-per-node`) exist only since torch 2.0 (pytorch/pytorch#94505)
 and T9k's own images ship torch 1.13. Options are written `--name=value`, one argv item each, so a
 value can never be taken for an option or for the training script.
+
+With the c10d rendezvous one torchrun must host the store at `--rdzv_endpoint`. torchrun guesses
+which by comparing the endpoint's host name with the machine's, and in a pod the names differ
+(`<job>-master-0.<job>` against the pod's own hostname and FQDN), so no pod hosts it and every
+node waits for ever. The line therefore says it: `--rdzv_conf=is_host=1` on the master's pod,
+`is_host=0` on the others (torch >= 1.10 reads it), merged into a `--rdzv_conf` the user gives.
 """
 
 from __future__ import annotations
@@ -35,10 +41,31 @@ def option_name(option: str) -> str | None:
     return option[2:].split("=", 1)[0].replace("-", "_")
 
 
+def _with_is_host(extra_options: list[str], is_host: bool) -> tuple[list[str], bool]:
+    """`extraOptions` with `is_host` added to a `--rdzv_conf` among them, and whether one was
+    there. A user's own `is_host` is kept as written."""
+    out = list(extra_options)
+    flag = f"is_host={int(is_host)}"
+    for k, option in enumerate(out):
+        if option_name(option) != "rdzv_conf":
+            continue
+        if "=" in option:
+            name, _, value = option.partition("=")
+            if "is_host" not in value:
+                out[k] = f"{name}={value},{flag}" if value else f"{name}={flag}"
+            return out, True
+        if k + 1 < len(out):  # the two-item form `--rdzv_conf VALUE`
+            if "is_host" not in out[k + 1]:
+                out[k + 1] = f"{out[k + 1]},{flag}"
+            return out, True
+    return out, False
+
+
 def torchrun_command(
     top: Topology, node: Node, config: TorchrunConfig, args: list[str]
 ) -> list[str]:
     """`torchrun <generated options> <extraOptions> <args>` for the pod `node`."""
+    extra = list(config.extra_options)
     argv = [
         "torchrun",
         f"--nnodes={top.nnodes}",
@@ -51,4 +78,9 @@ def torchrun_command(
         argv.append(f"--max_restarts={config.max_restarts}")
     if top.elastic_range is None:
         argv.append(f"--node_rank={node.rank}")
-    return argv + list(config.extra_options) + list(args)
+    if config.rdzv_backend == "c10d":
+        is_host = top.master is not None and node.name == top.master.name
+        extra, merged = _with_is_host(extra, is_host)
+        if not merged:
+            argv.append(f"--rdzv_conf=is_host={int(is_host)}")
+    return argv + extra + list(args)

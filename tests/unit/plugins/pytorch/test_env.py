@@ -88,6 +88,8 @@ def test_torchrun_world_size_is_the_sum_of_processes(render: Render) -> None:
     assert {e["PET_RDZV_ENDPOINT"] for e in envs} == {"job-master-0.job:23456"}
     assert {e["PET_RDZV_ID"] for e in envs} == {"job-uid"}
     assert {e["PET_RDZV_BACKEND"] for e in envs} == {"c10d"}
+    # only the master's pod hosts the c10d store
+    assert [e["PET_RDZV_CONF"] for e in envs] == ["is_host=1", "is_host=0", "is_host=0"]
 
 
 def test_gpu_request_counts_when_no_limit(render: Render) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from t9kjobs.plugins.pytorch.torchrun import option_name
 from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
 
 Render = Callable[[Obj], list[Obj]]
@@ -132,3 +133,60 @@ def test_without_torchrun_the_container_keeps_its_command(render: Render) -> Non
         c = pod["spec"]["containers"][0]
         assert (c["command"], c["args"]) == (["python"], ["train.py", "--lr=0.1"])
         assert env_of(pod)["WORLD_SIZE"] == "2"  # one process a pod: procPerNode unused
+
+
+def rdzv_conf(argv: list[str]) -> str | None:
+    conf: str | None = torchrun_parser(dashes=False).parse_args(argv[1:]).rdzv_conf
+    return conf
+
+
+@pytest.mark.parametrize("example_name", ["torchrun-gpu", "elastic"])
+def test_c10d_store_is_hosted_by_the_master_pod_only(render: Render, example_name: str) -> None:
+    """torchrun cannot tell from the endpoint's name that its pod should host the c10d store
+    (found on the real node: no pod hosted it, every node waited): the line says so."""
+    pods = render(example(example_name))
+    endpoint_pod = rdzv_endpoint_pod = None
+    for pod in pods:
+        argv = command(pod)
+        ns = torchrun_parser(dashes=False).parse_args(argv[1:])
+        rdzv_endpoint_pod = ns.rdzv_endpoint.split(".")[0]
+        hosts = rdzv_conf(argv) == "is_host=1"
+        assert rdzv_conf(argv) in ("is_host=1", "is_host=0")
+        if hosts:
+            assert endpoint_pod is None, "two pods host the store"
+            endpoint_pod = pod["metadata"]["name"]
+    assert endpoint_pod is not None and endpoint_pod == rdzv_endpoint_pod
+
+
+@pytest.mark.parametrize(
+    ("extra", "master_conf", "worker_conf"),
+    [
+        (["--rdzv_conf=timeout=900"], "timeout=900,is_host=1", "timeout=900,is_host=0"),
+        (["--rdzv-conf", "timeout=900"], "timeout=900,is_host=1", "timeout=900,is_host=0"),
+        (["--rdzv_conf=is_host=0,timeout=9"], "is_host=0,timeout=9", "is_host=0,timeout=9"),
+    ],
+    ids=["merged", "two-item-form", "user-is-host-kept"],
+)
+def test_is_host_merges_into_the_users_rdzv_conf(
+    render: Render, extra: list[str], master_conf: str, worker_conf: str
+) -> None:
+    doc = manifest(
+        replica("master", 1, container(args=["train.py"])),
+        replica("worker", 1, container(args=["train.py"])),
+        torchrunConfig={"enabled": True, "extraOptions": extra},
+    )
+    master, worker = render(doc)
+    for pod, conf in ((master, master_conf), (worker, worker_conf)):
+        argv = command(pod)
+        assert sum(option_name(a) == "rdzv_conf" for a in argv) == 1, argv
+        parsed = torchrun_parser(dashes=True).parse_args(argv[1:])
+        assert parsed.rdzv_conf == conf
+
+
+def test_other_rendezvous_backends_get_no_is_host(render: Render) -> None:
+    doc = manifest(
+        replica("worker", 2, container(args=["train.py"])),
+        torchrunConfig={"enabled": True, "rdzvBackend": "etcd-v2"},
+    )
+    for pod in render(doc):
+        assert rdzv_conf(command(pod)) is None
