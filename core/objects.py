@@ -186,13 +186,20 @@ def headless_service(job: Job, name: str | None = None) -> Obj:
     }
 
 
-def service(job: Job, name: str, selector: dict[str, str], ports: list[Obj]) -> Obj:
-    """A ClusterIP Service of the job selecting `selector` (on top of the owner labels)."""
+def service(
+    job: Job, name: str, selector: dict[str, str], ports: list[Obj], *, headless: bool = False
+) -> Obj:
+    """A Service of the job selecting `selector` (on top of the owner labels): a ClusterIP one,
+    or with `headless` one whose name resolves to the selected pods' own addresses as soon as
+    they have one (no kube-proxy involved, so a port reaches the pod unchanged)."""
+    spec: Obj = {"selector": {**owner_labels(job), **selector}, "ports": ports}
+    if headless:
+        spec = {"clusterIP": "None", "publishNotReadyAddresses": True, **spec}
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _child_metadata(job, name),
-        "spec": {"selector": {**owner_labels(job), **selector}, "ports": ports},
+        "spec": spec,
     }
 
 

@@ -167,12 +167,17 @@ def t9kjobs_build_objects(job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
         if p.protocol:
             port["protocol"] = p.protocol
         ports.append(port)
+    # Headless, as Kubeflow's per-replica Services: `$(service.<type>[<rank>].host)` resolves
+    # to the pod itself, which needs no kube-proxy and no readiness. Only a port mapped to
+    # another targetPort needs a ClusterIP (and kube-proxy) to be translated.
+    headless = all(port["targetPort"] == port["port"] for port in ports)
     return [
         service(
             job,
             pod_name(job.name, pod.replica_type, pod.index),
             {LABEL_REPLICA_TYPE: pod.replica_type, LABEL_REPLICA_INDEX: str(pod.index)},
             ports,
+            headless=headless,
         )
         for pod in pods
     ]

@@ -135,6 +135,13 @@ def test_pods_reach_each_other_by_name_over_tcp(cluster: Cluster, namespace: str
             raise SystemExit(f"cannot reach {{name}}: {{exc}}")
         conn.sendall(b"ping")
         print("resolved", name, "to", addr, "got", conn.recv(1024).decode())
+        # The cluster DNS answers nothing outside cluster.local, and at once: no upstream.
+        try:
+            socket.gethostbyname("example.com")
+        except socket.gaierror as exc:
+            print("outside name:", "NXDOMAIN" if exc.errno == socket.EAI_NONAME else exc)
+        else:
+            print("outside name: resolved")
         """,
         hostname="client",
         subdomain="peers",
@@ -149,6 +156,7 @@ def test_pods_reach_each_other_by_name_over_tcp(cluster: Cluster, namespace: str
     server_ip = server_obj["status"]["podIP"]
     client_ip = client_obj["status"]["podIP"]
     assert f"to {server_ip} got pong:ping" in client_log
+    assert "outside name: NXDOMAIN" in client_log
     assert f"served ping to {client_ip}" in server_log
     assert server_ip != client_ip
 

@@ -246,21 +246,29 @@ start kubelet "${IN_NS[@]}" "$NODE_BIN/kubelet" \
 	--v=1
 
 # ---------------------------------------------------------------- cluster DNS
-# cluster.local from the API server; every other name is refused (no forward plugin).
+# cluster.local (and reverse lookups of its pods) from the API server; every other name gets
+# NXDOMAIN at once (an unanswered name would be SERVFAIL, which resolvers report as a
+# temporary failure). Nothing is forwarded anywhere.
 cat >"$N/Corefile" <<EOF
-cluster.local:53 {
+cluster.local:53 in-addr.arpa:53 {
     bind $NODE_IP
     errors
     log
     ready 127.0.0.1:$P_DNS_READY
     health 127.0.0.1:$P_DNS_HEALTH
-    kubernetes cluster.local {
+    kubernetes cluster.local in-addr.arpa {
         kubeconfig $D/coredns.kubeconfig t9kjobs
+        fallthrough in-addr.arpa
+    }
+    template ANY ANY {
+        rcode NXDOMAIN
     }
 }
 .:53 {
     bind $NODE_IP
-    errors
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
 }
 EOF
 "${KUBECTL[@]}" apply -f - >/dev/null <<EOF

@@ -1,6 +1,7 @@
 // CoreDNS with only what the real node's cluster DNS needs: answers for cluster.local from the
-// API server (the kubernetes plugin) and nothing else. There is no forward plugin on purpose:
-// the node's pods may resolve cluster names only, never the outside world.
+// API server (the kubernetes plugin), and NXDOMAIN for every other name (the template plugin).
+// There is no forward plugin on purpose: the node's pods may resolve cluster names only, never
+// the outside world.
 package main
 
 import (
@@ -13,10 +14,13 @@ import (
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/template"
 )
 
-// directives lists the compiled-in plugins in CoreDNS's own execution order (a subset of
-// core/dnsserver/zdirectives.go upstream); a Corefile naming any other plugin is refused.
+// directives lists the compiled-in plugins in the order a query passes them; a Corefile naming
+// any other plugin is refused. Upstream's order (core/dnsserver/zdirectives.go) less what we
+// leave out, but for template, moved after kubernetes: it is the catch-all NXDOMAIN for what
+// the kubernetes plugin falls through (reverse lookups of addresses that are no pod's).
 var directives = []string{
 	"bind",
 	"ready",
@@ -24,6 +28,7 @@ var directives = []string{
 	"errors",
 	"log",
 	"kubernetes",
+	"template",
 }
 
 func init() {

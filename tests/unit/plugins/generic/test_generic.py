@@ -174,3 +174,26 @@ def test_default_rules_without_any(manager: PluginManager) -> None:
     assert hooks.compute_status(job, _states(**all_ok)).outcome == "Succeeded"  # type: ignore[union-attr]
     one_failed = {**all_ok, "worker_1": "Failed"}
     assert hooks.compute_status(job, _states(**one_failed)).outcome == "Failed"  # type: ignore[union-attr]
+
+
+def _services(manager: PluginManager, ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    doc = _example()
+    doc["spec"]["service"] = {"ports": ports}
+    job, _ = load_job(doc, manager)
+    return [o for o in render_job(job, manager) if o["kind"] == "Service"]
+
+
+def test_per_replica_services_are_headless(manager: PluginManager) -> None:
+    """Each name resolves to its pod's own address, ready or not: no kube-proxy needed (found
+    on the real node, which has none: a ClusterIP name was unreachable from the pods)."""
+    for svc in _services(manager, [{"name": "torch", "port": 2222}]):
+        assert svc["spec"]["clusterIP"] == "None"
+        assert svc["spec"]["publishNotReadyAddresses"] is True
+        assert svc["spec"]["ports"] == [{"name": "torch", "port": 2222, "targetPort": 2222}]
+
+
+def test_a_port_mapped_to_another_target_port_keeps_a_cluster_ip(manager: PluginManager) -> None:
+    ports = [{"name": "torch", "port": 2222}, {"name": "web", "port": 80, "targetPort": 8080}]
+    for svc in _services(manager, ports):
+        assert "clusterIP" not in svc["spec"]  # a ClusterIP: only kube-proxy can map 80 -> 8080
+        assert svc["spec"]["ports"][1] == {"name": "web", "port": 80, "targetPort": 8080}
