@@ -6,14 +6,15 @@
 #
 # How (docs/images.md):
 #   1. a Debian bookworm minbase root filesystem from debootstrap, as a tarball, once per
-#      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE);
+#      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE); slim as Debian's own
+#      bookworm-slim (no docs, manual pages or translations; apt deletes downloaded .debs);
 #   2. imported into buildah's storage as the base image localhost/t9kjobs-base:<hash>;
 #   3. `buildah bud` of hack/images/<name>/Containerfile with BASE=<that image>, chroot
 #      isolation and the vfs storage driver, inside a private mount namespace (whatever buildah
 #      mounts dies with it: the host's mount table never changes);
 #   4. `buildah push` to ${T9KJOBS_CACHE:-~/.cache/t9kjobs}/images/<name>-<hash>.oci.tar, where
-#      <hash> covers the image's folder, the base and this script. A later call with the same
-#      inputs finds the archive and builds nothing.
+#      <hash> covers the image's folder, the base and this script's IMAGE_RECIPE. A later call
+#      with the same inputs finds the archive and builds nothing.
 # Needs root (debootstrap, chroot); installs buildah, debootstrap and gcc when missing.
 set -euo pipefail
 
@@ -25,7 +26,11 @@ STORE="$OUT/buildah" # buildah's storage: the base image (built images are remov
 SUITE=bookworm
 VARIANT=minbase
 MIRROR="${T9KJOBS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-ROOTFS_RECIPE=1 # bump when the root filesystem's making below changes
+# Versions of the recipes in this script, part of the cache keys: bump ROOTFS_RECIPE when the
+# root filesystem's making below changes, IMAGE_RECIPE when the way an image is built does
+# (editing this script otherwise rebuilds nothing).
+ROOTFS_RECIPE=2
+IMAGE_RECIPE=2
 
 log() { printf '[images] %s\n' "$*" >&2; }
 die() { printf '[images] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -54,7 +59,6 @@ hash_of() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum) |
 rootfs_hash=$(printf '%s\n' "$SUITE" "$VARIANT" "$MIRROR" "$ROOTFS_RECIPE" | sha256sum | cut -c1-16)
 ROOTFS="$OUT/rootfs-$SUITE-$VARIANT-$rootfs_hash.tar"
 BASE_REF="localhost/t9kjobs-base:$SUITE-$rootfs_hash"
-script_hash=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
 
 buildah_() {
 	buildah --root "$STORE/root" --runroot "$STORE/run" --storage-driver vfs "$@"
@@ -66,7 +70,7 @@ results=()
 for name in "${names[@]}"; do
 	ref=$(image_ref "$name")
 	[[ -n "$ref" ]] || die "$HERE/$name/Containerfile has no '# image: REF' line"
-	hash=$( (hash_of "$HERE/$name"; echo "$rootfs_hash $script_hash") | sha256sum | cut -c1-16)
+	hash=$( (hash_of "$HERE/$name"; echo "$rootfs_hash $IMAGE_RECIPE") | sha256sum | cut -c1-16)
 	archive="$OUT/$name-$hash.oci.tar"
 	if [[ ! -s "$archive" ]]; then
 		todo+=("$name $ref $archive")
@@ -87,6 +91,30 @@ if ((${#todo[@]} > 0)); then
 		rm -rf "$dir"/fs/var/cache/apt/archives/*.deb "$dir"/fs/var/lib/apt/lists/* \
 			"$dir/fs/etc/resolv.conf" "$dir/fs/etc/hostname"
 		echo "deb $MIRROR $SUITE main" >"$dir/fs/etc/apt/sources.list"
+		# Slim as Debian's bookworm-slim images, for this root filesystem and every package an
+		# image installs later: no documentation but copyright files, no manual pages, no
+		# translations (about 120 MB of the trainer image); apt deletes the .debs it downloaded.
+		cat >"$dir/fs/etc/dpkg/dpkg.cfg.d/t9kjobs-slim" <<-'EOF'
+			# hack/images/build.sh: as Debian's slim images
+			path-exclude /usr/share/doc/*
+			path-include /usr/share/doc/*/copyright
+			path-exclude /usr/share/groff/*
+			path-exclude /usr/share/info/*
+			path-exclude /usr/share/linda/*
+			path-exclude /usr/share/lintian/overrides/*
+			path-exclude /usr/share/locale/*
+			path-exclude /usr/share/man/*
+		EOF
+		cat >"$dir/fs/etc/apt/apt.conf.d/t9kjobs-clean" <<-'EOF'
+			// hack/images/build.sh: as Debian's container images, keep no downloaded .deb
+			DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+			APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+			Dir::Cache::pkgcache "";
+			Dir::Cache::srcpkgcache "";
+		EOF
+		find "$dir/fs/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+		find "$dir/fs/usr/share/doc" -mindepth 1 -type d -empty -delete
+		rm -rf "$dir"/fs/usr/share/{groff,info,linda,lintian/overrides,locale,man}/*
 		tar -C "$dir/fs" --numeric-owner -cf "$dir/rootfs.tar" .
 		mv "$dir/rootfs.tar" "$ROOTFS"
 		rm -rf "$dir"
@@ -105,6 +133,9 @@ if ((${#todo[@]} > 0)); then
 	fi
 	export -f buildah_ log die
 	export STORE ROOTFS BASE_REF HERE
+	ctx=""
+	archive=""
+	trap 'rm -rf "$ctx" ${archive:+"$archive.tmp"}' EXIT
 	for item in "${todo[@]}"; do
 		read -r name ref archive <<<"$item"
 		log "building $ref from $HERE/$name/Containerfile"
@@ -117,6 +148,7 @@ if ((${#todo[@]} > 0)); then
 			gcc -static -Os -Wall -Werror -o "${src%.c}" "$src"
 			strip "${src%.c}"
 		done
+		# shellcheck disable=SC2016 # the script expands its own arguments
 		unshare --mount --propagation private -- bash -euo pipefail -c '
 			name=$1 ref=$2 archive=$3 ctx=$4
 			shift 4
@@ -127,8 +159,14 @@ if ((${#todo[@]} > 0)); then
 					--cmd /bin/bash "$c"
 				buildah_ commit --rm -q "$c" "$BASE_REF" >/dev/null
 				log "base image $BASE_REF imported"
+				# Base images of other root filesystems (older recipes) are no longer used.
+				for old in $(buildah_ images --format "{{.Name}}:{{.Tag}}" |
+					grep "^localhost/t9kjobs-base:" | grep -vxF "$BASE_REF" || true); do
+					buildah_ rmi "$old" >/dev/null || true
+				done
 			fi
-			buildah_ bud --isolation chroot --layers=false --pull=never -q \
+			# --force-rm: a failed build leaves no container behind in the storage.
+			buildah_ bud --isolation chroot --layers=false --pull=never --force-rm -q \
 				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctx/Containerfile" "$ctx" >/dev/null
 			rm -f "$archive.tmp"
 			buildah_ push -q "$ref" "oci-archive:$archive.tmp:$ref"
@@ -138,9 +176,14 @@ if ((${#todo[@]} > 0)); then
 		rm -rf "$ctx"
 		log "built $ref in $((SECONDS - t0)) s: $(du -h "$archive" | cut -f1) ($archive)"
 	done
+	trap - EXIT
 fi
 
-# Archives of other contents of the same images are stale: keep only the current ones.
+# Archives of other contents of the same images are stale: keep only the current ones; and so
+# are root filesystems of other inputs.
+for old in "$OUT"/rootfs-*.tar; do
+	[[ ! -e "$old" || "$old" == "$ROOTFS" ]] || rm -f "$old"
+done
 for name in "${names[@]}"; do
 	for old in "$OUT/$name"-*.oci.tar; do
 		[[ -e "$old" ]] || continue
