@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo demo-sim clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,9 +73,13 @@ plugin-guide: $(STAMP)
 test: $(STAMP) check conformance
 	$(BIN)/pytest tests
 
-# A local control plane, the operator, one example job of every kind run to completion.
+# A local control plane with a real node, the operator, one job of every kind training for real.
 demo: $(STAMP)
 	$(BIN)/python hack/demo.py
+
+# The same on KWOK nodes, with simulated pods (seconds, once the control plane is built).
+demo-sim: $(STAMP)
+	$(BIN)/python hack/demo.py --sim
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
