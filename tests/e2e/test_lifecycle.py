@@ -386,7 +386,7 @@ def test_exit_code_retries_137_then_fails_the_job_on_1(kube: Kube) -> None:
     status = kube.wait_phase(doc, "Failed")
     failed = condition(status, "Failed")
     assert failed["reason"] == "ReplicaFailed"
-    assert failed["message"] == "exitcode-worker-1 failed with exit code 1"
+    assert failed["message"] == "exitcode-worker-1 failed with exit code 1 (container python)"
     assert status["backoffCount"] == 1
     # cleanUpPolicy None (the default): every pod is kept as it is.
     pods = kube.pods()
@@ -413,7 +413,7 @@ def test_on_failure_with_backoff_limit_2_fails_on_the_third_failure_and_cleans_u
     failed = condition(status, "Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"] == (
-        "backoff-worker-0 failed with exit code 3; restarts exhausted"
+        "backoff-worker-0 failed with exit code 3 (container python); restarts exhausted"
         " (spec.runPolicy.backoffLimit=2)"
     )
     assert status["backoffCount"] == 2
@@ -479,7 +479,9 @@ def test_cleanup_unfinished_after_failure_keeps_the_finished_pods(kube: Kube) ->
     )
     kube.create(doc)
     status = kube.wait_phase(doc, "Failed")
-    assert condition(status, "Failed")["message"] == "unfinished-a-0 failed with exit code 2"
+    assert condition(status, "Failed")["message"] == (
+        "unfinished-a-0 failed with exit code 2 (container python)"
+    )
     pods = until(
         lambda: (pods := kube.pods()) and set(pods) == {"unfinished-a-0"} and pods,
         "the running pods of b deleted",
@@ -503,7 +505,9 @@ def test_colossalai_clean_up_workers_keeps_the_launcher(kube: Kube) -> None:
     kube.running(f"{name}-launcher", f"{name}-worker-0", f"{name}-worker-1")
     kube.fail(f"{name}-launcher", 5)
     status = kube.wait_phase(doc, "Failed")
-    assert condition(status, "Failed")["message"] == f"{name}-launcher failed with exit code 5"
+    assert condition(status, "Failed")["message"] == (
+        f"{name}-launcher failed with exit code 5 (container launcher)"
+    )
     pods = until(
         lambda: (pods := kube.pods()) and set(pods) == {f"{name}-launcher"} and pods,
         "the workers deleted",
