@@ -86,16 +86,24 @@ class RestartPolicy(ApiModel):
 
 
 class RestartRule(ApiModel):
-    """A restart policy in normal form: `limit` is None where the string form sets no limit."""
+    """A replica's restart policy in normal form, as the engine applies it.
+
+    `limit` is the replica's own restart limit; None means none, for kinds whose
+    `restartPolicy` is a string only and whose restarts are bounded by the job's
+    `runPolicy.backoffLimit` (DeepSpeedJob, PyTorchTrainingJob). A kind with neither would
+    restart a failing replica for ever.
+    """
 
     policy: RestartPolicyType
     limit: int | None = None
 
     @classmethod
     def of(cls, value: RestartPolicyType | RestartPolicy) -> RestartRule:
-        if isinstance(value, RestartPolicy):
-            return cls(policy=value.policy, limit=value.limit)
-        return cls(policy=value)
+        """A `restartPolicy` that has the object form: the string form is that policy with the
+        object form's default limit (0), as the GenericJob and ColossalAIJob references say."""
+        if isinstance(value, str):
+            value = RestartPolicy(policy=value)
+        return cls(policy=value.policy, limit=value.limit)
 
 
 class ReplicaDebugSet(ApiModel):
@@ -324,7 +332,9 @@ class ReplicaSpec(ApiModel):
     replicas: int = Field(default=1, ge=0, description="Number of replicas. Defaults to 1.")
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default="OnFailure",
-        description="Always, OnFailure, Never or ExitCode, or the object form {policy, limit}.",
+        description="How a finished replica is restarted: the object form {policy, limit}"
+        " (limit defaults to 0) or a policy name (Always, OnFailure, Never, ExitCode) with"
+        " limit 0. Defaults to OnFailure, limit 0.",
     )
     template: PodTemplate = Field(
         default_factory=dict, description="The pod template of this replica type."

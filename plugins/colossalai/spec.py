@@ -148,10 +148,8 @@ class ColossalAIReplicaSpec(ApiModel):
     )
 
     def restart_rule(self) -> RestartRule:
-        """The restart policy in normal form; the string form also has limit 0."""
-        if isinstance(self.restart_policy, RestartPolicy):
-            return RestartRule.of(self.restart_policy)
-        return RestartRule(policy=self.restart_policy, limit=0)
+        """The restart policy in normal form (the string form has limit 0 too)."""
+        return RestartRule.of(self.restart_policy)
 
 
 _SPEC_RULES: list[JsonValue] = [

@@ -115,7 +115,7 @@ def _user_container(spec: DeepSpeedJobSpec) -> Obj | None:
 def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     spec = job.spec_as(DeepSpeedJobSpec)
     count = spec.worker_count()
-    restart = RestartRule.of(spec.worker.restart_policy)
+    restart = RestartRule(policy=spec.worker.restart_policy)  # bounded by backoffLimit
     user_container = _user_container(spec)
     pods = []
     for index in range(count):

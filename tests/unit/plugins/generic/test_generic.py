@@ -11,9 +11,11 @@ import yaml
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
+from t9kjobs.models import RestartRule
 from t9kjobs.render import render_job
 from tests.unit.conftest import REPO
 from tests.unit.golden import assert_golden
+from tests.unit.test_planner import Sim
 
 GOLDEN = Path(__file__).parent / "golden"
 EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"
@@ -197,3 +199,35 @@ def test_a_port_mapped_to_another_target_port_keeps_a_cluster_ip(manager: Plugin
     for svc in _services(manager, ports):
         assert "clusterIP" not in svc["spec"]  # a ClusterIP: only kube-proxy can map 80 -> 8080
         assert svc["spec"]["ports"][1] == {"name": "web", "port": 80, "targetPort": 8080}
+
+
+@pytest.mark.parametrize(
+    "policy", ["OnFailure", "Always", None], ids=["OnFailure", "Always", "unset"]
+)
+def test_the_string_form_and_the_default_have_the_default_limit_0(
+    manager: PluginManager, policy: str | None
+) -> None:
+    """The GenericJob reference: `limit` defaults to 0, and the string form is that policy with
+    the default limit; GenericJob has no backoffLimit, so without it restarts never end."""
+    doc = _example()
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs.pop("restartPolicy")
+        if policy is not None:
+            rs["restartPolicy"] = policy
+    job, _ = load_job(doc, manager)
+    rules = [p.restart for p in manager.hooks_for("GenericJob").build_pods(job)]
+    assert rules == [RestartRule(policy=policy or "OnFailure", limit=0)] * 4
+    doc["metadata"].update(namespace="ns", uid="job-uid")
+    sim = Sim(doc, manager)
+    sim.step()
+    sim.set("generic-ddp-master-0", "Failed", 1)
+    p = sim.step()
+    # Not restarted (limit 0); cleanUpPolicy Unfinished deletes only the running workers.
+    assert "generic-ddp-master-0" not in {d.name for d in p.delete}
+    assert p.status.phase == "Failed" and p.status.backoff_count == 0
+    failed = p.status.condition("Failed")
+    assert failed is not None and failed.reason == "FailureRuleMatched"
+    assert (
+        failed.message
+        == "generic-ddp-master-0 failed with exit code 1 (failureRules[0] is fulfilled)"
+    )
