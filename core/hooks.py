@@ -103,6 +103,9 @@ class JobHooks:
         non-empty `list` of `str` (not a tuple, no numbers: `str(n)`), the same for the same
         job and pod, or None to keep the container's own command and args (GenericJob). Read
         `pod`, do not change it (that is `t9kjobs_mutate_pod`'s job). Not called in debug mode.
+        A launch command replaces the resume overrides of command and args too: a kind that
+        returns one for every pod declares its `runMode` as
+        `t9kjobs.models.GeneratedCommandRunMode`, which refuses them instead of dropping them.
         """
 
     @hookspec(firstresult=True)

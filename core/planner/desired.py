@@ -21,8 +21,10 @@ def desired_pods(
 
     Debug mode replaces the training container's command (the replica type's override, else
     the pod's own debug command, else the kind's default) and may drop init containers.
-    After a pause, `resumeSpecs` override command, args and init containers. The cross-cutting
-    mutations learn which child kinds the cluster lacks, so that a pod never depends on one.
+    After a pause, `resumeSpecs` override command, args and init containers (a launch command
+    replaces command and args again: kinds with one refuse them, `GeneratedCommandRunMode`).
+    The cross-cutting mutations learn which child kinds the cluster lacks, so that a pod never
+    depends on one.
     """
     pods = hooks.build_pods(job)
     mode = life.run_mode

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator, model_valida
 
 from t9kjobs.models import (
     ApiModel,
+    GeneratedCommandRunMode,
     JobSpec,
     Lifecycle,
     PodTemplate,
@@ -179,7 +180,7 @@ class ColossalAIJobSpec(JobSpec):
     ssh: SSHConfig = Field(
         default_factory=SSHConfig, description="sshd and SSH key settings of the replicas."
     )
-    run_mode: RunMode | None = Field(
+    run_mode: GeneratedCommandRunMode | None = Field(
         default=None, description="Immediate (default), debug or pause mode."
     )
     run_policy: ColossalAIRunPolicy = Field(

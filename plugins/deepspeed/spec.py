@@ -15,11 +15,11 @@ from pydantic import AliasChoices, ConfigDict, Field, model_validator
 from t9kjobs.models import (
     ApiModel,
     ElasticConfig,
+    GeneratedCommandRunMode,
     JobSpec,
     Lifecycle,
     PodTemplate,
     RestartPolicyType,
-    RunMode,
     RunPolicy,
     SchedulePolicy,
 )
@@ -151,7 +151,7 @@ class DeepSpeedJobSpec(JobSpec):
     run_policy: RunPolicy = Field(
         default_factory=RunPolicy, description="Cleanup, deadline and restart budget."
     )
-    run_mode: RunMode | None = Field(
+    run_mode: GeneratedCommandRunMode | None = Field(
         default=None, description="Immediate (default), debug or pause."
     )
     elastic: ElasticConfig | None = Field(

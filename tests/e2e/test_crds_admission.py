@@ -96,6 +96,24 @@ def deepspeed_job(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def colossalai_job(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "torchConfig": {"script": ["train.py"]},
+        "replicaSpecs": [{"type": "worker", "replicas": 2, "template": TEMPLATE}],
+    }
+    body.update(spec)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ColossalAIJob",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def paused(**resume: Any) -> dict[str, Any]:
+    return {"pause": {"enabled": True, "resumeSpecs": [{"type": "worker", **resume}]}}
+
+
 # (case id, manifest, text both refusals must contain: validate's stderr, then the server's)
 INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
@@ -183,6 +201,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         generic_job("bad", runMode={"debug": {"enabled": True, "enable": True}}),
         "set only one of `enabled` or `enable`",
         "set only one of `enabled` or `enable`",
+    ),
+    (
+        "deepspeed-resume-command",
+        deepspeed_job("bad", runMode=paused(command=["python", "resume.py"])),
+        "spec.runMode.pause.resumeSpecs[0].command: `command` cannot be set on resume",
+        "spec.runMode.pause.resumeSpecs[0].command: Forbidden: `command` cannot be set on resume",
+    ),
+    (
+        "colossalai-resume-args",
+        colossalai_job("bad", runMode=paused(args=["--resume"])),
+        "spec.runMode.pause.resumeSpecs[0].args: `args` cannot be set on resume",
+        "spec.runMode.pause.resumeSpecs[0].args: Forbidden: `args` cannot be set on resume",
     ),
     (
         "queue-missing",
