@@ -20,6 +20,7 @@ __all__ = [
     "ANNOTATION_INCARNATION",
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
+    "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
@@ -28,6 +29,7 @@ __all__ = [
     "Obj",
     "config_map",
     "find_container",
+    "gpu_count",
     "headless_service",
     "new_pod",
     "object_key",
@@ -52,6 +54,7 @@ ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
 ANNOTATION_STOP_WHEN_FINISHED = "batch.tensorstack.dev/stop-when-finished"
 # A digest of the pod spec the engine created the pod from.
 ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass
@@ -163,6 +166,21 @@ def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
             if c.get("name") == preferred:
                 return c
     return containers[0] if containers else None
+
+
+def gpu_count(container: Obj) -> int | None:
+    """The container's nvidia.com/gpu limit, else its request, when a whole number.
+
+    What a kind sizes its processes per pod by, when the user leaves that to the GPUs
+    (PyTorchTrainingJob `procPerNode: gpu`, DeepSpeedJob `slotsPerWorker`).
+    """
+    resources = container.get("resources") or {}
+    for key in ("limits", "requests"):
+        value = (resources.get(key) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            text = str(value)
+            return int(text) if text.isascii() and text.isdigit() else None
+    return None
 
 
 def set_env(container: Obj, values: dict[str, str]) -> None:

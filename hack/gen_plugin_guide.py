@@ -120,6 +120,7 @@ _BUILDERS: list[tuple[Any, list[str]]] = [
             "new_pod",
             "pod_name",
             "find_container",
+            "gpu_count",
             "set_env",
             "headless_service",
             "service",

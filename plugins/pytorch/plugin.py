@@ -10,9 +10,11 @@ from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, RestartRule
 from t9kjobs.objects import (
+    GPU_RESOURCE,
     DesiredPod,
     Obj,
     find_container,
+    gpu_count,
     headless_service,
     new_pod,
     owner_labels,
@@ -26,9 +28,7 @@ from t9kjobs.plugins.pytorch.spec import (
     TorchrunConfig,
 )
 from t9kjobs.plugins.pytorch.topology import (
-    GPU_RESOURCE,
     RESERVED_ENV,
-    gpu_count,
     pod_env,
     replica_counts,
     topology,

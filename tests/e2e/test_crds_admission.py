@@ -350,7 +350,9 @@ def test_alias_spellings_are_stored_as_written(
     assert "enabled" not in stored["elastic"] and "enabled" not in stored["runMode"]["debug"]
     # Defaults of other fields are filled in, as `kubectl get -o yaml` then shows them.
     assert stored["worker"]["restartPolicy"] == "OnFailure"
-    assert stored["config"]["slotsPerWorker"] == 1
+    assert stored["config"]["localRank"] is True
+    # No default: the operator derives it from the GPUs and shows it in status.slotsPerWorker.
+    assert "slotsPerWorker" not in stored["config"]
 
 
 def _apply(cluster: Any, namespace: str, manifest: dict[str, Any]) -> None:

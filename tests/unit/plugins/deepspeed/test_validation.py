@@ -9,6 +9,7 @@ import pytest
 
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import JobError, check_job, parse_job
+from t9kjobs.plugins.deepspeed.launch import slots_per_worker
 from t9kjobs.plugins.deepspeed.spec import RUN_RULE, DeepSpeedConfig, DeepSpeedJobSpec
 from tests.unit.plugins.deepspeed.jobs import base_manifest, container, with_spec
 
@@ -37,7 +38,8 @@ def test_defaults_follow_the_api_reference(manager: Any) -> None:
     spec = parse_job(doc, manager).spec
     assert isinstance(spec, DeepSpeedJobSpec)
     assert (spec.worker.replicas, spec.worker.restart_policy) == (1, "OnFailure")
-    assert (spec.config.local_rank, spec.config.slots_per_worker) == (True, 1)
+    assert (spec.config.local_rank, spec.config.slots_per_worker) == (True, None)
+    assert slots_per_worker(spec) == 1  # the template asks for no GPU
     assert spec.config.autotune is None and spec.config.other_args == []
     assert spec.disable_custom_env is False
     assert spec.run_policy.backoff_limit == 3
