@@ -215,6 +215,20 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.runMode.pause.resumeSpecs[0].args: Forbidden: `args` cannot be set on resume",
     ),
     (
+        "service-ports-unnamed",
+        generic_job("bad", service={"ports": [{"port": 80}, {"port": 81}]}),
+        "spec.service.ports[0].name: required when there is more than one port",
+        "every port needs a name when there is more than one",
+    ),
+    (
+        "service-ports-same-port",
+        generic_job(
+            "bad", service={"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 80}]}
+        ),
+        "spec.service.ports[1]: port 80/TCP is repeated",
+        "each port and protocol may appear only once",
+    ),
+    (
         "queue-missing",
         generic_job("bad", scheduler={"t9kScheduler": {"priority": 1}}),
         "spec.scheduler.t9kScheduler.queue: required field is missing",
@@ -353,6 +367,27 @@ def test_alias_spellings_are_stored_as_written(
     assert stored["config"]["localRank"] is True
     # No default: the operator derives it from the GPUs and shows it in status.slotsPerWorker.
     assert "slotsPerWorker" not in stored["config"]
+
+
+def test_service_ports_as_a_service_takes_them(
+    cluster: Any,
+    installed: PluginManager,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One unnamed port, appProtocol, a 63-character name, one port number for two protocols."""
+    for ports in (
+        [{"port": 8080, "appProtocol": "kubernetes.io/h2c"}],
+        [{"name": "d" * 63, "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53}],
+    ):
+        manifest = generic_job("ports", service={"ports": ports})
+        rc, err = validate(tmp_path, manifest, capsys)
+        assert rc == 0, err
+        proc = dry_run(cluster, namespace, manifest)
+        assert proc.returncode == 0, proc.stderr
+        stored = json.loads(proc.stdout)["spec"]
+        assert list(subset_problems(manifest["spec"], stored)) == []
 
 
 def _apply(cluster: Any, namespace: str, manifest: dict[str, Any]) -> None:
