@@ -78,7 +78,8 @@ class JobHooks:
         what its validators check). Return an empty list when the job is valid. Each `Problem`
         names the field path as the user wrote it (`spec.worker.replicas`,
         `spec.replicaSpecs[0].template.spec.containers`): `t9kjobs validate` prints one line per
-        problem. Warnings (severity "warning") are shown but do not stop the job.
+        problem. Warnings (severity "warning") are shown but do not stop the job; the operator
+        also posts each as a Warning event (`SpecWarning`) whenever it creates pods.
         """
 
     @hookspec(firstresult=True)

@@ -215,6 +215,21 @@ def test_env_name_that_is_no_shell_variable(manager: Any) -> None:
     assert list(errors(manager, doc)) == ["spec.worker.template.spec.containers[0].env[0]"]
 
 
+def test_the_containers_own_command_and_args_are_ignored_with_warnings(manager: Any) -> None:
+    """Replaced by sshd and the launcher: said in validate (and in an Event by the operator)."""
+    doc = base_manifest()
+    container(doc).update(command=["python", "train.py"], args=["--epochs=3"])
+    base = "spec.worker.template.spec.containers[0]"
+    reason = (
+        "ignored: worker-0 runs sshd and the launcher (the deepspeed command of spec.config),"
+        " the other workers sshd; the training program is spec.config.run (or customCommand)"
+    )
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: {base}.command: {reason}",
+        f"warning: {base}.args: {reason}",
+    ]
+
+
 def test_env_from_is_a_warning(manager: Any) -> None:
     doc = base_manifest()
     container(doc)["envFrom"] = [{"configMapRef": {"name": "settings"}}]
