@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
@@ -42,27 +42,28 @@ _QUALIFIED_NAME = (
 MAX_REPLICA_TYPES = 32
 
 
+def _optional_name(pattern: str, max_length: int, description: str) -> Any:
+    return Field(default=None, pattern=pattern, max_length=max_length, description=description)
+
+
 class ServicePort(ApiModel):
     """A port of the per-replica Services: what a Service port takes, but `nodePort`."""
 
-    name: str | None = Field(
-        default=None,
-        pattern=_DNS_LABEL,
-        max_length=63,
-        description="Port name, for `$(service.port[<name>])`; required when there is more than"
-        " one port.",
+    name: str | None = _optional_name(
+        _DNS_LABEL,
+        63,
+        "Port name, for `$(service.port[<name>])`; required when there is more than one port.",
     )
     port: int = Field(ge=1, le=65535, description="Port the Service serves.")
     target_port: int | str | None = Field(default=None, description="Container port; = port.")
     protocol: Literal["TCP", "UDP", "SCTP"] = Field(
         default="TCP", description="TCP (default), UDP or SCTP."
     )
-    app_protocol: str | None = Field(
-        default=None,
-        pattern=_QUALIFIED_NAME,
-        max_length=317,
-        description="The application protocol (`http`, `kubernetes.io/h2c`, `example.com/x`),"
-        " as a Service port's appProtocol.",
+    app_protocol: str | None = _optional_name(
+        _QUALIFIED_NAME,
+        317,  # a DNS subdomain (253), `/`, a name (63)
+        "The application protocol (`http`, `kubernetes.io/h2c`, `example.com/x`), as a"
+        " Service port's appProtocol.",
     )
 
 

@@ -69,45 +69,29 @@ def installed(cluster: Any, manager: PluginManager) -> PluginManager:
 # -- manifests ---------------------------------------------------------------------------------
 
 
+def manifest_of(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
 def generic_job(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "replicaSpecs": [{"type": "worker", "replicas": 1, "template": TEMPLATE}],
-    }
-    body.update(spec)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "GenericJob",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    body = {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": TEMPLATE}]}
+    return manifest_of("GenericJob", name, {**body, **spec})
 
 
 def deepspeed_job(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    body = {
         "config": {"run": {"python": ["train.py"]}},
         "worker": {"replicas": 2, "template": TEMPLATE},
     }
-    body.update(spec)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "DeepSpeedJob",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return manifest_of("DeepSpeedJob", name, {**body, **spec})
 
 
 def colossalai_job(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    body = {
         "torchConfig": {"script": ["train.py"]},
         "replicaSpecs": [{"type": "worker", "replicas": 2, "template": TEMPLATE}],
     }
-    body.update(spec)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ColossalAIJob",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return manifest_of("ColossalAIJob", name, {**body, **spec})
 
 
 def paused(**resume: Any) -> dict[str, Any]:

@@ -153,6 +153,12 @@ class Recorder:
         self._stop.set()
         assert self.error is None, f"the watch of {self.path} broke: {self.error}"
 
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
     def snapshot(self) -> list[tuple[str, Obj]]:
         with self._lock:
             return list(self.events)
@@ -445,12 +451,9 @@ def test_generic_job_replicas_that_keep_failing_end_it_by_their_limits_and_rules
         replica("c", 1, "OnFailure"),
         failureRules=[{"a": [0], "b": [0]}],
     )
-    pods = kube.record_pods()
-    try:
+    with kube.record_pods() as pods:
         kube.create(doc)
         status = kube.wait_phase(doc, "Failed")
-    finally:
-        pods.stop()
     failed = condition(status, "Failed")
     assert failed["reason"] == "FailureRuleMatched"
     assert failed["message"] == (
