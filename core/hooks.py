@@ -153,8 +153,9 @@ class JobHooks:
         replica that will be retried is `Restarting`, not `Failed`; before any pod exists all
         are `Creating`; the list is empty for a job without replicas. Return a Verdict when the
         job succeeded or failed, else None: none while no replica has finished, `Failed` (never
-        `Succeeded`) when a replica failed for good decides, with a message naming the pod and
-        its exit code (`<job>-worker-0 failed with exit code 137`) and a CamelCase reason.
+        `Succeeded`) when a replica failed for good decides, with a message naming the pod, its
+        exit code and container (`ReplicaState.failure`: `<job>-worker-0 failed with exit code
+        137 (container worker)`) and a CamelCase reason.
         Judge from `replicas` and the spec only, never from `job.status`: the same replicas give
         the same verdict. The engine derives phase, conditions, aggregate and tasks, and never
         asks again once the job finished (a finished job never regresses).

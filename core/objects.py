@@ -18,8 +18,10 @@ from t9kjobs.models import Job, RestartRule
 
 __all__ = [
     "ANNOTATION_INCARNATION",
+    "ANNOTATION_LAUNCH_COMMAND",
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
+    "ENV_LAUNCH_COMMAND",
     "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
@@ -54,6 +56,10 @@ ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
 ANNOTATION_STOP_WHEN_FINISHED = "batch.tensorstack.dev/stop-when-finished"
 # A digest of the pod spec the engine created the pod from.
 ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
+# In debug mode, the command line the pod would run outside it (shell-quoted), on the pod and
+# in the training container's environment, so that it can be run by hand.
+ANNOTATION_LAUNCH_COMMAND = "batch.tensorstack.dev/launch-command"
+ENV_LAUNCH_COMMAND = "T9KJOBS_LAUNCH_COMMAND"
 GPU_RESOURCE = "nvidia.com/gpu"
 
 

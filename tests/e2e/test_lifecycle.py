@@ -457,8 +457,8 @@ def test_generic_job_replicas_that_keep_failing_end_it_by_their_limits_and_rules
     failed = condition(status, "Failed")
     assert failed["reason"] == "FailureRuleMatched"
     assert failed["message"] == (
-        "gjfail-a-0 failed with exit code 1; gjfail-b-0 failed with exit code 1"
-        " (failureRules[0] is fulfilled)"
+        "gjfail-a-0 failed with exit code 1 (container python); gjfail-b-0 failed with exit"
+        " code 1 (container python) (failureRules[0] is fulfilled)"
     )
     counts = {name: r["restartCount"] for name, r in replicas(status).items()}
     assert counts == {"gjfail-a-0": 0, "gjfail-b-0": 2, "gjfail-c-0": 0}

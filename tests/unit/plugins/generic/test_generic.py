@@ -238,8 +238,8 @@ def test_the_string_form_and_the_default_have_the_default_limit_0(
     failed = p.status.condition("Failed")
     assert failed is not None and failed.reason == "FailureRuleMatched"
     assert (
-        failed.message
-        == "generic-ddp-master-0 failed with exit code 1 (failureRules[0] is fulfilled)"
+        failed.message == "generic-ddp-master-0 failed with exit code 1 (container pytorch)"
+        " (failureRules[0] is fulfilled)"
     )
 
 
