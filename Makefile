@@ -39,10 +39,12 @@ unit: $(STAMP)
 
 check: lint typecheck layers
 
-# Regenerate crds/ from the models (a unit test fails while crds/ is stale).
+# Regenerate crds/ from the models, and the tables of docs/api.md from crds/ (unit tests fail
+# while either is stale).
 crds: $(STAMP)
 	$(BIN)/t9kjobs crds --output-dir crds
 	$(BIN)/python hack/sync_chart_crds.py
+	$(BIN)/python hack/gen_api_doc.py
 
 # helm and hadolint into ~/.cache/t9kjobs/bin/tools (the unit tests install them when missing).
 tools:

@@ -22,6 +22,7 @@ __all__ = [
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
     "ENV_LAUNCH_COMMAND",
+    "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
@@ -30,6 +31,7 @@ __all__ = [
     "Obj",
     "config_map",
     "find_container",
+    "gpu_count",
     "headless_service",
     "new_pod",
     "object_key",
@@ -58,6 +60,7 @@ ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
 # in the training container's environment, so that it can be run by hand.
 ANNOTATION_LAUNCH_COMMAND = "batch.tensorstack.dev/launch-command"
 ENV_LAUNCH_COMMAND = "T9KJOBS_LAUNCH_COMMAND"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass
@@ -169,6 +172,21 @@ def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
             if c.get("name") == preferred:
                 return c
     return containers[0] if containers else None
+
+
+def gpu_count(container: Obj) -> int | None:
+    """The container's nvidia.com/gpu limit, else its request, when a whole number.
+
+    What a kind sizes its processes per pod by, when the user leaves that to the GPUs
+    (PyTorchTrainingJob `procPerNode: gpu`, DeepSpeedJob `slotsPerWorker`).
+    """
+    resources = container.get("resources") or {}
+    for key in ("limits", "requests"):
+        value = (resources.get(key) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            text = str(value)
+            return int(text) if text.isascii() and text.isdigit() else None
+    return None
 
 
 def set_env(container: Obj, values: dict[str, str]) -> None:

@@ -31,8 +31,10 @@ def desired_pods(
     Debug mode replaces the training container's command (the replica type's override, else
     the pod's own debug command, else the kind's default) and may drop init containers; the
     command the pod would run outside debug mode is shown on it, to be run by hand.
-    After a pause, `resumeSpecs` override command, args and init containers. The cross-cutting
-    mutations learn which child kinds the cluster lacks, so that a pod never depends on one.
+    After a pause, `resumeSpecs` override command, args and init containers (a launch command
+    replaces command and args again: kinds with one refuse them, `GeneratedCommandRunMode`).
+    The cross-cutting mutations learn which child kinds the cluster lacks, so that a pod never
+    depends on one.
     """
     pods = hooks.build_pods(job)
     mode = life.run_mode

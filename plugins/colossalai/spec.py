@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator, model_valida
 
 from t9kjobs.models import (
     ApiModel,
+    GeneratedCommandRunMode,
     JobSpec,
     Lifecycle,
     PodTemplate,
@@ -148,10 +149,8 @@ class ColossalAIReplicaSpec(ApiModel):
     )
 
     def restart_rule(self) -> RestartRule:
-        """The restart policy in normal form; the string form also has limit 0."""
-        if isinstance(self.restart_policy, RestartPolicy):
-            return RestartRule.of(self.restart_policy)
-        return RestartRule(policy=self.restart_policy, limit=0)
+        """The restart policy in normal form (the string form has limit 0 too)."""
+        return RestartRule.of(self.restart_policy)
 
 
 _SPEC_RULES: list[JsonValue] = [
@@ -181,7 +180,7 @@ class ColossalAIJobSpec(JobSpec):
     ssh: SSHConfig = Field(
         default_factory=SSHConfig, description="sshd and SSH key settings of the replicas."
     )
-    run_mode: RunMode | None = Field(
+    run_mode: GeneratedCommandRunMode | None = Field(
         default=None, description="Immediate (default), debug or pause mode."
     )
     run_policy: ColossalAIRunPolicy = Field(

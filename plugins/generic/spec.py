@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from t9kjobs.models import (
     ApiModel,
@@ -14,31 +16,92 @@ from t9kjobs.models import (
     SchedulePolicy,
 )
 
-__all__ = ["MAX_REPLICA_TYPES", "FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
+__all__ = [
+    "MAX_REPLICA_TYPES",
+    "MAX_SERVICE_PORTS",
+    "FinishRule",
+    "GenericJobSpec",
+    "ServiceOption",
+    "ServicePort",
+]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
 FinishRule = dict[str, list[int]]
+
+# An EndpointSlice holds at most 100 ports, so a Service with more cannot be served.
+MAX_SERVICE_PORTS = 100
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# A qualified name, as Kubernetes checks appProtocol: an optional DNS-subdomain prefix and `/`.
+_QUALIFIED_NAME = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 # A bound on replicaSpecs keeps the CEL uniqueness rule (quadratic in the list's length) within
 # the API server's cost budget; `t9kjobs validate` enforces the same bound.
 MAX_REPLICA_TYPES = 32
 
 
-class ServicePort(ApiModel):
-    """A port of the per-replica Services."""
+def _optional_name(pattern: str, max_length: int, description: str) -> Any:
+    return Field(default=None, pattern=pattern, max_length=max_length, description=description)
 
-    name: str = Field(
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15, description="Port name."
+
+class ServicePort(ApiModel):
+    """A port of the per-replica Services: what a Service port takes, but `nodePort`."""
+
+    name: str | None = _optional_name(
+        _DNS_LABEL,
+        63,
+        "Port name, for `$(service.port[<name>])`; required when there is more than one port.",
     )
     port: int = Field(ge=1, le=65535, description="Port the Service serves.")
     target_port: int | str | None = Field(default=None, description="Container port; = port.")
-    protocol: str | None = Field(default=None, description="TCP (default), UDP or SCTP.")
+    protocol: Literal["TCP", "UDP", "SCTP"] = Field(
+        default="TCP", description="TCP (default), UDP or SCTP."
+    )
+    app_protocol: str | None = _optional_name(
+        _QUALIFIED_NAME,
+        317,  # a DNS subdomain (253), `/`, a name (63)
+        "The application protocol (`http`, `kubernetes.io/h2c`, `example.com/x`), as a"
+        " Service port's appProtocol.",
+    )
+
+
+# As the API server checks a Service's ports: names when there are several, each name and each
+# port/protocol once. Quadratic in the ports, which `MAX_SERVICE_PORTS` bounds.
+_PORT_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.ports) || self.ports.size() <= 1 || self.ports.all(p, has(p.name))",
+        "message": "every port needs a name when there is more than one",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, !has(p.name)"
+        " || self.ports.exists_one(q, has(q.name) && q.name == p.name))",
+        "message": "port names must be unique",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, self.ports.exists_one(q,"
+        " q.port == p.port && q.protocol == p.protocol))",
+        "message": "each port and protocol may appear only once",
+        "fieldPath": ".ports",
+    },
+]
 
 
 class ServiceOption(ApiModel):
     """Create one Service per replica, named `<job>-<type>-<index>`, with these ports."""
 
-    ports: list[ServicePort] = Field(default_factory=list, description="Ports of the Services.")
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _PORT_RULES}
+    )
+
+    ports: list[ServicePort] = Field(
+        default_factory=list,
+        max_length=MAX_SERVICE_PORTS,
+        description=f"Ports of the Services, at most {MAX_SERVICE_PORTS}.",
+    )
 
 
 class GenericJobSpec(JobSpec):
