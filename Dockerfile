@@ -2,22 +2,34 @@
 # fit for a read-only root filesystem. Build from the repository root:
 #   docker build -t t9k-jobs:0.1.0 .
 # Third-party plugins go into a derived image with one `pip install` (docs/install.md).
+# BASE: any Debian bookworm image; one without Python (a bare root filesystem, as
+# hack/images/build.sh builds from with no registry) gets Debian's python3.
 
-FROM python:3.11-slim-bookworm AS build
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE} AS python
+# hadolint ignore=DL3008
+RUN command -v python3 >/dev/null \
+    || { apt-get update \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv \
+         && rm -rf /var/lib/apt/lists/*; }
+
+FROM python AS build
+# A CA bundle for pip behind a TLS-inspecting proxy (a path the build mounts); empty: pip's own.
+ARG PIP_CERT=
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # A virtualenv, copied whole into the runtime stage: the runtime gets no build leftovers, and a
 # derived image installs plugins into it with its own pip.
-RUN python -m venv /opt/t9kjobs
+RUN python3 -m venv /opt/t9kjobs
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY core core
 COPY plugins plugins
 # Not editable: the runtime stage has no source tree. pip compiles the bytecode here, so
 # nothing is written at run time.
-RUN /opt/t9kjobs/bin/pip install --no-cache-dir . \
+RUN /opt/t9kjobs/bin/pip install --no-cache-dir ${PIP_CERT:+--cert "$PIP_CERT"} . \
     && /opt/t9kjobs/bin/t9kjobs plugins
 
-FROM python:3.11-slim-bookworm
+FROM python
 LABEL org.opencontainers.image.title="t9k-jobs" \
       org.opencontainers.image.description="Operator for distributed training jobs, with its bundled plugins" \
       org.opencontainers.image.licenses="Apache-2.0"

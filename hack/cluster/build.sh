@@ -36,8 +36,16 @@ start=$(date +%s)
 	cd "$CLUSTER_GOMOD_DIR"
 	# One `go build` for all binaries: one module graph, one shared compile of the common packages.
 	# CGO off: static binaries, no C toolchain needed (as upstream release builds).
+	# The -X flags give the Kubernetes binaries the version they report (`kubectl version`,
+	# /version): unstamped they say v0.0.0-master, and clients that check the server's version
+	# refuse it (helm: "chart requires kubeVersion: >=1.29.0-0").
+	k8s_minor=${K8S_VERSION#v1.}
+	k8s_minor=${k8s_minor%%.*}
 	GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly \
-		go build -trimpath -ldflags='-s -w' -o "$tmp/" \
+		go build -trimpath -o "$tmp/" -ldflags="-s -w
+		-X k8s.io/component-base/version.gitVersion=$K8S_VERSION
+		-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor
+		-X k8s.io/component-base/version.gitTreeState=clean" \
 		go.etcd.io/etcd/server/v3 \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \

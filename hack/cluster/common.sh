@@ -17,8 +17,10 @@ cluster_mod_version() {
 K8S_VERSION="$(cluster_mod_version k8s.io/kubernetes)"
 KWOK_VERSION="$(cluster_mod_version sigs.k8s.io/kwok)"
 ETCD_VERSION="$(cluster_mod_version go.etcd.io/etcd/server/v3)"
-# One directory per combination of versions; a version bump builds into a new one.
-CLUSTER_BIN_VERSION="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}"
+# One directory per combination of versions and of the build script (its flags); a version
+# bump or a changed build builds into a new one.
+CLUSTER_BUILD_HASH="$(cat "$CLUSTER_GOMOD_DIR/go.sum" "$CLUSTER_HACK_DIR/build.sh" | sha256sum | cut -c1-8)"
+CLUSTER_BIN_VERSION="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}-${CLUSTER_BUILD_HASH}"
 CLUSTER_BIN_DIR="${T9KJOBS_BIN_DIR:-$T9KJOBS_CACHE/bin/$CLUSTER_BIN_VERSION}"
 CLUSTER_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 
@@ -34,6 +36,10 @@ cluster_bins_present() {
 }
 
 # ---------------------------------------------------------------- the real node (node/)
+# The real node's address, its bridge's (node/start.sh). The API server's certificate names it
+# in both modes: pods reach the API server there, through node/start.sh's apiserver-proxy.
+NODE_IP=10.244.0.1
+NODE_APISERVER_PORT=6443
 NODE_GOMOD_DIR="$CLUSTER_HACK_DIR/node"
 node_mod_version() {
 	awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' \

@@ -124,7 +124,7 @@ sign() {
 }
 newca ca "/CN=t9kjobs-test-ca"
 sign apiserver "/CN=kube-apiserver" serverAuth \
-	"IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	"IP:127.0.0.1,IP:$SERVICE_IP,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=t9kjobs-admin" clientAuth
 # kube-apiserver's identity towards kubelets (logs, exec, port-forward), as kubeadm makes it.
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real node's images with no registry, each once per content of its recipe:
 #   hack/images/build.sh [NAME...]     (default: every folder here with a Containerfile)
+#   hack/images/build.sh operator      the operator image from the repository's Dockerfile
 # For each image prints "<reference> <OCI archive>" on stdout; the archive is what
 # `ctr -n k8s.io images import` takes (hack/cluster/node/start.sh does that).
 #
@@ -9,12 +10,14 @@
 #      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE); slim as Debian's own
 #      bookworm-slim (no docs, manual pages or translations; apt deletes downloaded .debs);
 #   2. imported into buildah's storage as the base image localhost/t9kjobs-base:<hash>;
-#   3. `buildah bud` of hack/images/<name>/Containerfile with BASE=<that image>, chroot
+#   3. `buildah bud` of hack/images/<name>/Containerfile (or, for a folder with a `context`
+#      file, the Dockerfile of the build context it names) with BASE=<that image>, chroot
 #      isolation and the vfs storage driver, inside a private mount namespace (whatever buildah
 #      mounts dies with it: the host's mount table never changes);
 #   4. `buildah push` to ${T9KJOBS_CACHE:-~/.cache/t9kjobs}/images/<name>-<hash>.oci.tar, where
-#      <hash> covers the image's folder, the base and this script's IMAGE_RECIPE. A later call
-#      with the same inputs finds the archive and builds nothing.
+#      <hash> covers the image's folder (or the files its context's .dockerignore allows), the
+#      base and this script's IMAGE_RECIPE. A later call with the same inputs finds the archive
+#      and builds nothing.
 # Needs root (debootstrap, chroot); installs buildah, debootstrap and gcc when missing.
 set -euo pipefail
 
@@ -44,17 +47,44 @@ if ((${#names[@]} == 0)); then
 	for f in "$HERE"/*/Containerfile; do names+=("$(basename "$(dirname "$f")")"); done
 fi
 for name in "${names[@]}"; do
-	[[ -f "$HERE/$name/Containerfile" ]] || die "no image $name (no $HERE/$name/Containerfile)"
+	[[ -f "$HERE/$name/Containerfile" || -f "$HERE/$name/context" ]] ||
+		die "no image $name (no $HERE/$name/Containerfile nor context)"
 done
 
 mkdir -p "$OUT"
 exec 9>"$OUT/.lock"
 flock 9
 
-# The reference an image is tagged with: the `# image: REF` line of its Containerfile.
-image_ref() { sed -n 's/^# image: *//p' "$HERE/$1/Containerfile" | head -n 1; }
+# The build context an image folder names in its `context` file (the one line that is not a
+# comment, relative to the folder), or "" for a folder that is its own context.
+context_of() {
+	[[ -f "$HERE/$1/context" ]] || return 0
+	(cd "$HERE/$1" && cd "$(grep -v '^#' context | head -n 1)" && pwd)
+}
+# The reference an image is tagged with: the `# image: REF` line of its Containerfile; the
+# operator image is localhost/t9k-jobs:<its pyproject.toml version>, as docs/install.md tags it.
+image_ref() {
+	local ctx
+	ctx=$(context_of "$1")
+	if [[ -n "$ctx" ]]; then
+		echo "localhost/t9k-jobs:$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ctx/pyproject.toml")"
+	else
+		sed -n 's/^# image: *//p' "$HERE/$1/Containerfile" | head -n 1
+	fi
+}
 # A short hash of files' paths and contents.
 hash_of() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16; }
+# ... of what a context sends to the build: its Dockerfile, its .dockerignore, and the paths
+# that .dockerignore (an allow-list: `*`, then `!PATH` lines) lets in, less bytecode.
+context_hash() {
+	(
+		cd "$1"
+		sha256sum Dockerfile .dockerignore
+		sed -n 's|^!\(.*[^/]\)/*$|\1|p' .dockerignore | while read -r path; do
+			find "$path" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
+		done
+	) | sha256sum | cut -c1-16
+}
 
 rootfs_hash=$(printf '%s\n' "$SUITE" "$VARIANT" "$MIRROR" "$ROOTFS_RECIPE" | sha256sum | cut -c1-16)
 ROOTFS="$OUT/rootfs-$SUITE-$VARIANT-$rootfs_hash.tar"
@@ -70,7 +100,9 @@ results=()
 for name in "${names[@]}"; do
 	ref=$(image_ref "$name")
 	[[ -n "$ref" ]] || die "$HERE/$name/Containerfile has no '# image: REF' line"
-	hash=$( (hash_of "$HERE/$name"; echo "$rootfs_hash $IMAGE_RECIPE") | sha256sum | cut -c1-16)
+	ctx=$(context_of "$name")
+	inputs=$(if [[ -n "$ctx" ]]; then context_hash "$ctx"; else hash_of "$HERE/$name"; fi)
+	hash=$(echo "$inputs $rootfs_hash $IMAGE_RECIPE" | sha256sum | cut -c1-16)
 	archive="$OUT/$name-$hash.oci.tar"
 	if [[ ! -s "$archive" ]]; then
 		todo+=("$name $ref $archive")
@@ -138,20 +170,29 @@ if ((${#todo[@]} > 0)); then
 	trap 'rm -rf "$ctx" ${archive:+"$archive.tmp"}' EXIT
 	for item in "${todo[@]}"; do
 		read -r name ref archive <<<"$item"
-		log "building $ref from $HERE/$name/Containerfile"
 		t0=$SECONDS
-		ctx=$(mktemp -d "$OUT/.ctx.XXXXXX")
-		cp -r "$HERE/$name/." "$ctx/"
-		# A C source in the folder is compiled into the context (the pause image).
-		for src in "$ctx"/*.c; do
-			[[ -f "$src" ]] || continue
-			gcc -static -Os -Wall -Werror -o "${src%.c}" "$src"
-			strip "${src%.c}"
-		done
+		context=$(context_of "$name")
+		if [[ -n "$context" ]]; then
+			# The context is used where it is: its .dockerignore keeps all else out.
+			log "building $ref from $context/Dockerfile"
+			ctx=""
+			recipe=(-f "$context/Dockerfile" "$context")
+		else
+			log "building $ref from $HERE/$name/Containerfile"
+			ctx=$(mktemp -d "$OUT/.ctx.XXXXXX")
+			cp -r "$HERE/$name/." "$ctx/"
+			# A C source in the folder is compiled into the context (the pause image).
+			for src in "$ctx"/*.c; do
+				[[ -f "$src" ]] || continue
+				gcc -static -Os -Wall -Werror -o "${src%.c}" "$src"
+				strip "${src%.c}"
+			done
+			recipe=(-f "$ctx/Containerfile" "$ctx")
+		fi
 		# shellcheck disable=SC2016 # the script expands its own arguments
 		unshare --mount --propagation private -- bash -euo pipefail -c '
-			name=$1 ref=$2 archive=$3 ctx=$4
-			shift 4
+			name=$1 ref=$2 archive=$3 ctxfile=$4 ctxdir=$5
+			shift 5
 			if ! buildah_ inspect --type image "$BASE_REF" >/dev/null 2>&1; then
 				c=$(buildah_ from scratch)
 				buildah_ add "$c" "$ROOTFS" / >/dev/null
@@ -167,13 +208,13 @@ if ((${#todo[@]} > 0)); then
 			fi
 			# --force-rm: a failed build leaves no container behind in the storage.
 			buildah_ bud --isolation chroot --layers=false --pull=never --force-rm -q \
-				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctx/Containerfile" "$ctx" >/dev/null
+				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctxfile" "$ctxdir" >/dev/null
 			rm -f "$archive.tmp"
 			buildah_ push -q "$ref" "oci-archive:$archive.tmp:$ref"
 			buildah_ rmi "$ref" >/dev/null
 			mv "$archive.tmp" "$archive"
-		' build "$name" "$ref" "$archive" "$ctx" "${ca_args[@]}"
-		rm -rf "$ctx"
+		' build "$name" "$ref" "$archive" "${recipe[1]}" "${recipe[2]}" "${ca_args[@]}"
+		[[ -z "$ctx" ]] || rm -rf "$ctx"
 		log "built $ref in $((SECONDS - t0)) s: $(du -h "$archive" | cut -f1) ($archive)"
 	done
 	trap - EXIT

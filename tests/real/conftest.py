@@ -62,7 +62,8 @@ def real_cluster_dir() -> Path:
 @pytest.fixture(scope="package")
 def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """The real-node cluster: reused when already running, else built (if needed) and started."""
-    env = {**os.environ, "T9KJOBS_NODES": "real"}
+    # The audit log: the install tier reads what the API server refused the operator.
+    env = {**os.environ, "T9KJOBS_NODES": "real", "T9KJOBS_AUDIT": "1"}
     with local_cluster(pytestconfig, real_cluster_dir(), "real", env) as started:
         yield started
 

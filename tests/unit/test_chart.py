@@ -265,3 +265,20 @@ def test_metrics_service_selects_the_operator_pods(render: Callable[..., list[Ob
         {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
     ]
     assert not by_kind(render({"metrics": {"service": {"enabled": False}}}), "Service")
+
+
+def test_api_server_address_overrides_the_in_cluster_default(
+    render: Callable[..., list[Obj]],
+) -> None:
+    def env(values: Obj | None) -> dict[str, str]:
+        (deployment,) = by_kind(render(values), "Deployment")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        return {e["name"]: e["value"] for e in container.get("env") or []}
+
+    assert "KUBERNETES_SERVICE_HOST" not in env(None)
+    values = {"apiServer": {"host": "10.244.0.1", "port": 6443}, "blockPlugins": ["scheduling"]}
+    assert env(values) == {
+        "T9KJOBS_BLOCK_PLUGINS": "scheduling",
+        "KUBERNETES_SERVICE_HOST": "10.244.0.1",
+        "KUBERNETES_SERVICE_PORT": "6443",
+    }

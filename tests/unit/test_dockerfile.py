@@ -51,8 +51,9 @@ class Instruction:
 
 
 def instructions(text: str) -> list[list[Instruction]]:
-    """The instructions of each stage, continuation lines joined and comments dropped."""
-    stages: list[list[Instruction]] = []
+    """The instructions of each stage, continuation lines joined and comments dropped; ARGs
+    before the first FROM (the global ones) are a stage of their own, first."""
+    stages: list[list[Instruction]] = [[]]
     logical = ""
     for line in text.splitlines():
         stripped = line.strip()
@@ -79,7 +80,13 @@ def env(stage: list[Instruction]) -> dict[str, str]:
 
 
 def stages() -> list[list[Instruction]]:
-    return instructions(DOCKERFILE.read_text())
+    """The build stages, without the global ARGs."""
+    return instructions(DOCKERFILE.read_text())[1:]
+
+
+def global_args() -> dict[str, str]:
+    pairs = (a.partition("=") for a in values(instructions(DOCKERFILE.read_text())[0], "ARG"))
+    return {key: value for key, _, value in pairs}
 
 
 def test_hadolint_passes() -> None:
@@ -91,12 +98,18 @@ def test_hadolint_passes() -> None:
 
 
 def test_base_images_are_slim_pinned_and_the_supported_python() -> None:
+    """Every stage starts from the build argument BASE, whose default is the slim image of the
+    supported Python, or from an earlier stage."""
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     python = re.fullmatch(r">=(\d+\.\d+)", requires)
     assert python is not None, requires
+    base = global_args()["BASE"]
+    assert re.fullmatch(rf"python:{re.escape(python[1])}-slim-[a-z]+", base), base
+    names: set[str] = set()
     for stage in stages():
-        image = values(stage, "FROM")[0].split()[0]
-        assert re.fullmatch(rf"python:{re.escape(python[1])}-slim-[a-z]+", image), image
+        image, _, name = values(stage, "FROM")[0].partition(" AS ")
+        assert image.strip() == "${BASE}" or image.strip() in names, image
+        names.add(name.strip())
 
 
 def test_final_stage_runs_the_operator_as_the_charts_non_root_user() -> None:
@@ -141,7 +154,9 @@ def test_build_context_is_what_pip_install_reads() -> None:
     allowed = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
     assert allowed == needed
     copied = set()
-    for args in values(stages()[0], "COPY"):
+    for args in (a for stage in stages() for a in values(stage, "COPY")):
+        if args.startswith("--from="):
+            continue
         *sources, _ = shlex.split(args)
         copied |= {s.rstrip("/") for s in sources if not s.startswith("--")}
     assert copied == needed

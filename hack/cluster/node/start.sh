@@ -16,7 +16,7 @@
 NODE_NAME=t9kjobs-node-0
 NODE_BRIDGE=t9kjobs0
 NODE_SUBNET=10.244.0.0/24
-NODE_IP=10.244.0.1 # the bridge's address: kubelet, CoreDNS and the API server's way to the pods
+# NODE_IP (common.sh), the bridge's address: kubelet, CoreDNS and the API server's way to the pods
 NODE_BRIDGE_MAC=02:74:39:6b:00:01 # locally administered, fixed (see the bridge below)
 N="$D/node"
 # The sysctls kubelet (setupKernelTunables) and the CNI bridge plugin (isGateway) write.
@@ -24,14 +24,14 @@ NODE_SYSCTLS=(net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/pa
 	kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 
 [[ $(id -u) == 0 ]] || cluster_die "the real node needs root (containers, network namespaces)"
-"$CLUSTER_HACK_DIR/../debian-packages.sh" runc containernetworking-plugins iproute2 util-linux ||
+"$CLUSTER_HACK_DIR/../debian-packages.sh" runc containernetworking-plugins iproute2 util-linux socat ||
 	cluster_die "could not install the node's Debian packages"
 ip link show "$NODE_BRIDGE" >/dev/null 2>&1 &&
 	cluster_die "a bridge $NODE_BRIDGE already exists: another real-node cluster runs here (one at a time); stop it with its down.sh"
 
 NODE_BIN="$("$CLUSTER_HACK_DIR/node/build.sh")"
 # Images: "<reference> <archive>" lines (hack/images/build.sh builds once per recipe content).
-mapfile -t NODE_IMAGES < <("$CLUSTER_HACK_DIR/../images/build.sh")
+mapfile -t NODE_IMAGES < <("$CLUSTER_HACK_DIR/../images/build.sh" pause trainer)
 ((${#NODE_IMAGES[@]} > 0)) || cluster_die "hack/images/build.sh failed"
 PAUSE_IMAGE=$(printf '%s\n' "${NODE_IMAGES[@]}" | awk '$1 ~ /\/t9kjobs-pause:/ { print $1 }')
 [[ -n "$PAUSE_IMAGE" ]] || cluster_die "hack/images/build.sh built no pause image"
@@ -45,6 +45,8 @@ NODE_IP=$NODE_IP
 NODE_BRIDGE=$NODE_BRIDGE
 NODE_SUBNET=$NODE_SUBNET
 CONTAINERD_ADDRESS=$N/containerd.sock
+NODE_APISERVER_HOST=$NODE_IP
+NODE_APISERVER_PORT=$NODE_APISERVER_PORT
 EOF
 
 # ---------------------------------------------------------------- certificates
@@ -298,6 +300,13 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: t9kjobs-coredns}
 EOF
 start coredns "$NODE_BIN/coredns" -conf "$N/Corefile"
+# The API server for pods. With no kube-proxy nothing routes the `kubernetes` Service's
+# ClusterIP, and the API server listens on 127.0.0.1 only: a pod that talks to it (the operator
+# installed by its Helm chart) is told NODE_IP:NODE_APISERVER_PORT instead (the chart's
+# apiServer.host/port, as on any cluster without kube-proxy), which socat forwards there. TLS
+# passes through: the API server's certificate names NODE_IP.
+start apiserver-proxy socat -lf "$D/logs/apiserver-proxy.socat.log" \
+	"TCP-LISTEN:$NODE_APISERVER_PORT,bind=$NODE_IP,fork,reuseaddr" "TCP:127.0.0.1:$P_API"
 dns_ready() { python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "http://127.0.0.1:$P_DNS_READY/ready"; }
 wait_for "CoreDNS on $NODE_IP:53" coredns dns_ready
 

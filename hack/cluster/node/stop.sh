@@ -49,6 +49,9 @@ if [[ -n "$ns_link" ]]; then
 fi
 stop node-mounts # (it exits by itself once its sleep is killed above)
 stop coredns
+# socat's forks, one per connection, carry its command line ($D in it): none outlives it.
+stop apiserver-proxy
+pkill -KILL -f -- "$D/logs/apiserver-proxy.socat.log" 2>/dev/null || true
 
 # Pods' cgroups: kubelet's tree below the root, then the levels start.sh created, deepest
 # first (rmdir removes only empty ones: never a cgroup of anyone else).

@@ -1,0 +1,137 @@
+"""The install tier: the operator image built here, installed with the Helm chart on the real
+node as docs/install.md tells a platform team, and tried there.
+
+Part of the real tier's package, so it shares its cluster (tests/real/conftest.py). The image is
+built by `hack/images/build.sh operator` (from the repository's Dockerfile, once per content of
+its build context) and imported into the node's containerd, as a registry pull would put it
+there; `helm install` then runs the chart with `image.repository=localhost/t9k-jobs`, and
+`apiServer.host/port` pointing the operator at the node's way to the API server (there is no
+kube-proxy: docs/install.md, "Clusters without kube-proxy").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster import REPO, Cluster
+from tests.unit.test_chart import CHART, install_tool
+
+NAMESPACE = "t9k-system"
+RELEASE = "t9k-jobs"
+
+
+@dataclass
+class Release:
+    """The chart installed in NAMESPACE, and how to drive helm and read the operator's pods."""
+
+    cluster: Cluster
+    helm_path: Path
+    image: str
+    values: list[str]
+
+    def helm(self, *args: str, timeout: float = 300) -> str:
+        proc = subprocess.run(
+            [str(self.helm_path), "--kubeconfig", str(self.cluster.kubeconfig), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert proc.returncode == 0, f"helm {' '.join(args)}: {proc.stderr}{proc.stdout}"
+        return proc.stdout
+
+    def pods(self) -> list[dict[str, Any]]:
+        out = self.cluster.kubectl(
+            "-n",
+            NAMESPACE,
+            "get",
+            "pods",
+            "-l",
+            f"app.kubernetes.io/instance={RELEASE}",
+            "-o",
+            "json",
+        ).stdout
+        return [p for p in json.loads(out)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+    def ready_pods(self) -> list[dict[str, Any]]:
+        def ready(pod: dict[str, Any]) -> bool:
+            conditions = (pod.get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        return [p for p in self.pods() if ready(p)]
+
+    def leader(self) -> str:
+        """The pod that holds the Lease (its identity starts with the pod's name)."""
+        lease = json.loads(
+            self.cluster.kubectl(
+                "-n", NAMESPACE, "get", "lease", "t9k-jobs-operator", "-o", "json"
+            ).stdout
+        )
+        holder = str(lease["spec"]["holderIdentity"])
+        (pod,) = [
+            p["metadata"]["name"] for p in self.pods() if holder.startswith(p["metadata"]["name"])
+        ]
+        return pod
+
+
+def build_and_import_image(cluster: Cluster) -> str:
+    """`hack/images/build.sh operator`, then its archive imported into the node; the image."""
+    out = subprocess.run(
+        ["bash", str(REPO / "hack/images/build.sh"), "operator"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+        timeout=1800,
+    ).stdout
+    ref, archive = out.split()
+    subprocess.run(
+        [
+            f"{cluster.env['NODE_BIN_DIR']}/ctr",
+            "--address",
+            cluster.env["CONTAINERD_ADDRESS"],
+            "--namespace",
+            "k8s.io",
+            "images",
+            "import",
+            "--snapshotter",
+            "overlayfs",
+            archive,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return ref
+
+
+@pytest.fixture(scope="module")
+def release(cluster: Cluster) -> Iterator[Release]:
+    """The chart installed, its two operator pods Ready; uninstalled afterwards."""
+    image = build_and_import_image(cluster)
+    repository, _, tag = image.rpartition(":")
+    values = [
+        f"--set=image.repository={repository}",
+        f"--set=image.tag={tag}",
+        f"--set=apiServer.host={cluster.env['NODE_APISERVER_HOST']}",
+        f"--set=apiServer.port={cluster.env['NODE_APISERVER_PORT']}",
+    ]
+    installed = Release(cluster, install_tool("helm"), image, values)
+    try:
+        installed.helm(
+            "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
+            *values, "--wait", "--timeout=5m",
+        )  # fmt: skip
+        yield installed
+    finally:
+        subprocess.run(
+            [str(installed.helm_path), "--kubeconfig", str(cluster.kubeconfig), "uninstall",
+             RELEASE, "--namespace", NAMESPACE, "--wait"],
+            capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
