@@ -29,6 +29,13 @@ D="$T9KJOBS_CLUSTER_DIR"
 NODES="${T9KJOBS_NODES:-4}"
 if [[ $NODES == real ]]; then
 	MODE=real
+	# kubelet binds unix sockets under its root dir, $D/node/kubelet; the longest,
+	# pod-resources/<10 digits>, has to fit sun_path (107 bytes), or kubelet fails to start with
+	# "bind: invalid argument".
+	mkdir -p "$D"
+	D="$(cd "$D" && pwd -P)"
+	socket="$D/node/kubelet/pod-resources/0123456789"
+	((${#socket} <= 107)) || cluster_die "T9KJOBS_CLUSTER_DIR=$D is ${#D} characters long; a real node needs at most 69 (unix socket paths under it are limited to 107 bytes)"
 elif [[ $NODES =~ ^[0-9]+$ && $NODES -ge 1 ]]; then
 	MODE=kwok
 else

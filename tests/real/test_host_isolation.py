@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -152,11 +155,20 @@ def run_a_pod(directory: Path) -> None:
     )
 
 
-def test_up_down_up_down_leaves_the_host_as_it_was(tmp_path: Path) -> None:
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A cluster dir short enough for kubelet's unix sockets (up.sh refuses a longer one):
+    pytest's tmp_path grows with its run counter and went past the limit in CI."""
+    directory = Path(tempfile.mkdtemp(prefix="t9k-iso-"))
+    yield directory / "cluster"
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_up_down_up_down_leaves_the_host_as_it_was(short_dir: Path) -> None:
     bridge = subprocess.run(["ip", "link", "show", "t9kjobs0"], capture_output=True, check=False)
     if bridge.returncode == 0:
         pytest.fail("a real node is already up on this machine (bridge t9kjobs0): stop it first")
-    directory = tmp_path / "cluster"
+    directory = short_dir
     volatile = volatile_sysctls()
     before = snapshot(volatile)
     for round_ in (1, 2):
