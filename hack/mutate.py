@@ -427,7 +427,9 @@ _SECTION = re.compile(
 )
 
 
-def write_doc(scores: list[Score], equivalent: dict[str, str], seconds: float, workers: int) -> None:
+def write_doc(
+    scores: list[Score], equivalent: dict[str, str], seconds: float, workers: int
+) -> None:
     minutes, secs = divmod(round(seconds), 60)
     lines = [
         f"Last full run: `make mutate`, {sum(s.mutants for s in scores)} mutants in"

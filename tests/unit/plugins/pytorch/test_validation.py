@@ -71,6 +71,39 @@ def test_reserved_env_names_the_field(manager: PluginManager) -> None:
     assert "WORLD_SIZE" in found[0].message
 
 
+# What the operator sets on every training container (docs/pytorch.md, "Environment"), spelled
+# out here rather than read from the code: a name renamed there must fail here.
+OPERATOR_ENV = [
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_WORLD_SIZE",
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PET_RDZV_BACKEND",
+    "PET_RDZV_ENDPOINT",
+    "PET_RDZV_ID",
+    "PET_RDZV_CONF",
+]
+
+
+@pytest.mark.parametrize("name", OPERATOR_ENV)
+def test_every_reserved_env_name_is_refused(manager: PluginManager, name: str) -> None:
+    env = [{"name": "OK", "value": "1"}, {"name": name, "value": "x"}]
+    found = problems(manager, manifest(replica("worker", 1, container(command=["p"], env=env))))
+    assert [(str(p), p.severity) for p in found] == [
+        (
+            f"spec.replicaSpecs[0].template.spec.containers[0].env[1]: {name} is set by the"
+            " operator on the training container; remove it",
+            "error",
+        )
+    ]
+
+
 def test_secret_sourced_reserved_env_is_refused_too(manager: PluginManager) -> None:
     ref = {"secretKeyRef": {"name": "s", "key": "k"}}
     own = container(command=["python"], env=[{"name": "PET_RDZV_ID", "valueFrom": ref}])
@@ -80,10 +113,36 @@ def test_secret_sourced_reserved_env_is_refused_too(manager: PluginManager) -> N
 
 def test_gpu_procs_without_gpus(manager: PluginManager) -> None:
     found = problems(manager, gpu_job(procPerNode="gpu"))
-    assert [p.path for p in found] == [
-        "spec.replicaSpecs[0].template.spec.containers[0].resources.limits"
+    assert [str(p) for p in found] == [
+        "spec.replicaSpecs[0].template.spec.containers[0].resources.limits:"
+        " spec.torchrunConfig.procPerNode is 'gpu' but the training container sets no"
+        " positive whole-number nvidia.com/gpu limit or request"
     ]
-    assert "nvidia.com/gpu" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("resources", "known"),
+    [
+        ({"limits": {"nvidia.com/gpu": 2}}, True),
+        ({"limits": {"nvidia.com/gpu": "2"}}, True),
+        ({"requests": {"nvidia.com/gpu": "2"}}, True),
+        ({"limits": {"cpu": "2"}, "requests": {"nvidia.com/gpu": 1}}, True),
+        ({"limits": {"nvidia.com/gpu": "1.5"}, "requests": {"nvidia.com/gpu": 1}}, False),
+        ({"limits": {"nvidia.com/gpu": 0}}, False),  # no process runs on no GPU
+        ({"limits": {"nvidia.com/gpu": "\u0662"}}, False),  # a digit, but not an ASCII one
+        ({"limits": {"amd.com/gpu": 2}}, False),
+        ({}, False),
+    ],
+)
+def test_gpu_procs_need_a_positive_whole_gpu_count(
+    manager: PluginManager, resources: Obj, known: bool
+) -> None:
+    doc = gpu_job(procPerNode="gpu")
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = resources
+    found = [p.path for p in problems(manager, doc)]
+    assert found == (
+        [] if known else ["spec.replicaSpecs[0].template.spec.containers[0].resources.limits"]
+    )
 
 
 @pytest.mark.parametrize("value", ["auto", "0", "-1", "1.5", "", 0, -2])
@@ -125,6 +184,52 @@ def test_extra_options_overriding_generated_ones_warn(manager: PluginManager) ->
     assert "--nproc_per_node" in found[0].message
 
 
+# The options the operator writes on every torchrun line (docs/pytorch.md), spelled out.
+GENERATED_TORCHRUN_OPTIONS = [
+    "nnodes",
+    "nproc_per_node",
+    "rdzv_backend",
+    "rdzv_endpoint",
+    "rdzv_id",
+    "max_restarts",
+    "node_rank",
+]
+
+
+@pytest.mark.parametrize("name", GENERATED_TORCHRUN_OPTIONS)
+@pytest.mark.parametrize("form", ["--{}=1", "--{}"], ids=["one-item", "two-item"])
+@pytest.mark.parametrize("dashes", [False, True], ids=["underscores", "dashes"])
+def test_every_generated_torchrun_option_overridden_warns(
+    manager: PluginManager, name: str, form: str, dashes: bool
+) -> None:
+    option = form.format(name.replace("_", "-") if dashes else name)
+    extra = ["--monitor_interval=5", option, "1"]
+    found = problems(manager, gpu_job(extraOptions=extra))
+    assert [(str(p), p.severity) for p in found] == [
+        (
+            f"warning: spec.torchrunConfig.extraOptions[1]: overrides the generated --{name}",
+            "warning",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--rdzv_conf=timeout=9"], ["--role", "trainer"], ["--monitor-interval=1"], ["-m"]],
+)
+def test_extra_options_the_operator_does_not_generate_are_fine(
+    manager: PluginManager, extra: list[str]
+) -> None:
+    assert problems(manager, gpu_job(extraOptions=extra)) == []
+
+
+def test_extra_options_are_not_checked_without_torchrun(manager: PluginManager) -> None:
+    doc = manifest(
+        replica("worker", 1), torchrunConfig={"enabled": False, "extraOptions": ["--nnodes=3"]}
+    )
+    assert problems(manager, doc) == []
+
+
 def test_run_mode_overrides_name_existing_types(manager: PluginManager) -> None:
     doc = example("debug")
     doc["spec"]["runMode"]["debug"]["replicaSpecs"][0]["type"] = "worker"  # T9k's tutorial slip
@@ -139,6 +244,8 @@ def test_run_mode_overrides_name_existing_types(manager: PluginManager) -> None:
         ({"enabled": True, "minReplicas": 4, "maxReplicas": 10, "expectedReplicas": 11}, "<= max"),
         ({"enabled": True, "minReplicas": 4, "maxReplicas": 10, "expectedReplicas": 3}, ">= min"),
         ({"enabled": True, "maxReplicas": 10}, "needs minReplicas and maxReplicas"),
+        ({"enabled": True, "minReplicas": 1}, "needs minReplicas and maxReplicas"),
+        ({"enable": True}, "needs minReplicas and maxReplicas"),
         ({"enabled": True, "minReplicas": 5, "maxReplicas": 4}, "must be <= maxReplicas (4)"),
     ],
 )
