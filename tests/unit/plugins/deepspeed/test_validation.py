@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
@@ -150,6 +151,144 @@ def test_other_args_that_conflict(manager: Any, arg: list[str]) -> None:
 def test_other_args_that_are_allowed(manager: Any, arg: list[str]) -> None:
     doc = with_spec(config={"otherArgs": arg, "run": {"python": ["t"]}})
     assert errors(manager, doc) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "found"),
+    [
+        (["--master_port=1", "--launcher", "openmpi", "--num_gpus=2"], "got 'openmpi'"),
+        (["--launcher", "pdsh", "--num_gpus=2"], None),
+        (["--num_gpus=2", "--launcher", "PDSH"], None),
+        (["--num_gpus=2", "--launcher"], "got ''"),
+        (["--launcher=mpich", "pdsh"], "got 'mpich'"),
+    ],
+)
+def test_the_launcher_value_of_the_two_item_form_is_the_next_item(
+    manager: Any, args: list[str], found: str | None
+) -> None:
+    doc = with_spec(config={"otherArgs": args, "run": {"python": ["t"]}})
+    index = args.index(next(a for a in args if a.startswith("--launcher")))
+    message = f"the launcher must be pdsh (workers are reached over ssh), {found}"
+    assert errors(manager, doc) == (
+        {} if found is None else {f"spec.config.otherArgs[{index}]": message}
+    )
+
+
+# The long options of DeepSpeed's launcher (deepspeed/launcher/runner.py `parse_args`), in its
+# order, spelled out: argparse itself resolves their abbreviations below.
+LAUNCHER_OPTIONS = [
+    "--hostfile",
+    "--include",
+    "--exclude",
+    "--num_nodes",
+    "--min_elastic_nodes",
+    "--max_elastic_nodes",
+    "--num_gpus",
+    "--num_accelerators",
+    "--master_port",
+    "--master_addr",
+    "--node_rank",
+    "--launcher",
+    "--launcher_args",
+    "--module",
+    "--no_python",
+    "--no_local_rank",
+    "--no_ssh",
+    "--no_ssh_check",
+    "--force_multi",
+    "--save_pid",
+    "--enable_each_rank_log",
+    "--autotuning",
+    "--comment",
+    "--account",
+    "--elastic_training",
+    "--bind_cores_to_rank",
+    "--bind_core_list",
+    "--ssh_port",
+]
+# The options the operator sets itself, and what the message tells the user to do instead.
+OWNED = {
+    "--hostfile": "the operator passes --hostfile=/t9k/hostfile",
+    "--no_local_rank": "set spec.config.localRank: false instead",
+    "--autotuning": "set spec.config.autotune instead",
+    "--module": "set spec.config.run.module instead",
+    "--no_python": "set spec.config.run.exec instead",
+    "--elastic_training": "set spec.elastic instead",
+    "--min_elastic_nodes": "set spec.elastic.minReplicas instead",
+    "--max_elastic_nodes": "set spec.elastic.maxReplicas instead",
+}
+
+
+class _Ambiguous(Exception):
+    pass
+
+
+def launcher_takes(arg: str) -> str | list[str]:
+    """What DeepSpeed's launcher (argparse, abbreviations allowed) takes `arg` for: an option,
+    or the options it could match."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for option in LAUNCHER_OPTIONS:
+        parser.add_argument(option, nargs="?", const=True)
+
+    def refuse(message: str) -> None:
+        raise _Ambiguous(message.split(" could match ")[1])
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = vars(parser.parse_args([arg]))
+    except (_Ambiguous, argparse.ArgumentError) as exc:
+        return str(exc).split(" could match ")[-1].split(", ")
+    (dest,) = [k for k, v in parsed.items() if v is not None]
+    return f"--{dest}"
+
+
+@pytest.mark.parametrize("option", LAUNCHER_OPTIONS)
+def test_every_abbreviation_of_each_option_is_read_as_deepspeed_reads_it(
+    manager: Any, option: str
+) -> None:
+    for end in range(3, len(option) + 1):
+        arg = option[:end]
+        doc = with_spec(config={"otherArgs": [arg], "run": {"python": ["t"]}})
+        taken = launcher_takes(arg)
+        if isinstance(taken, list):
+            expected = {
+                "spec.config.otherArgs[0]": f"{arg!r} is an ambiguous abbreviation of"
+                f" {', '.join(taken)}: spell the option out"
+            }
+        elif taken in OWNED:
+            expected = {"spec.config.otherArgs[0]": f"{arg!r} is {taken}: {OWNED[taken]}"}
+        elif taken == "--launcher":
+            expected = {
+                "spec.config.otherArgs[0]": "the launcher must be pdsh (workers are reached"
+                " over ssh), got ''"
+            }
+        else:
+            expected = {}
+        assert errors(manager, doc) == expected, arg
+
+
+@pytest.mark.parametrize(
+    ("arg", "candidates"),
+    [
+        ("--no", "--node_rank, --no_python, --no_local_rank, --no_ssh, --no_ssh_check"),
+        ("--no_s", "--no_ssh, --no_ssh_check"),
+        ("--master=x", "--master_port, --master_addr"),
+        (
+            "--n",
+            "--num_nodes, --num_gpus, --num_accelerators, --node_rank, --no_python,"
+            " --no_local_rank, --no_ssh, --no_ssh_check",
+        ),
+    ],
+)
+def test_ambiguous_abbreviations_name_the_candidates(
+    manager: Any, arg: str, candidates: str
+) -> None:
+    doc = with_spec(config={"otherArgs": ["--num_gpus=1", arg], "run": {"python": ["t"]}})
+    name = arg.partition("=")[0]
+    assert errors(manager, doc) == {
+        "spec.config.otherArgs[1]": f"{name!r} is an ambiguous abbreviation of {candidates}:"
+        " spell the option out"
+    }
 
 
 def test_master_addr_is_owned_in_elastic_mode(manager: Any) -> None:
