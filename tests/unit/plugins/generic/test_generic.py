@@ -197,3 +197,62 @@ def test_a_port_mapped_to_another_target_port_keeps_a_cluster_ip(manager: Plugin
     for svc in _services(manager, ports):
         assert "clusterIP" not in svc["spec"]  # a ClusterIP: only kube-proxy can map 80 -> 8080
         assert svc["spec"]["ports"][1] == {"name": "web", "port": 80, "targetPort": 8080}
+
+
+def _problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:
+    with pytest.raises(JobError) as err:
+        load_job(doc, manager)
+    return [str(p) for p in err.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("group", "key", "text", "path"),
+    [
+        ("containers", "command", "$(replicas[chief])", "containers[0].command[2]"),
+        ("containers", "args", "--n=$(replicas[chief])", "containers[0].args[1]"),
+        ("initContainers", "command", "$(replicas[chief])", "initContainers[0].command[2]"),
+        ("initContainers", "args", "$(replicas[chief])", "initContainers[0].args[1]"),
+    ],
+)
+def test_unresolved_variables_in_command_and_args_name_the_item(
+    manager: PluginManager, group: str, key: str, text: str, path: str
+) -> None:
+    doc = _example()
+    pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
+    pod_spec.setdefault(group, [{"name": "c", "image": "busybox"}])
+    pod_spec[group][0][key] = ["python", "t.py", text] if key == "command" else ["t.py", text]
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs[1].template.spec.{path}: cannot resolve $(replicas[chief])"
+    ]
+
+
+def test_unresolved_service_variables_say_when_the_job_has_no_service(
+    manager: PluginManager,
+) -> None:
+    doc = _example()
+    env = doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["env"]
+    env[3]["value"] = "$(service.port[web])"  # no such port
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs[0].template.spec.containers[0].env[3].value:"
+        " cannot resolve $(service.port[web])"
+    ]
+    del doc["spec"]["service"]
+    assert _problems(manager, doc)[:2] == [
+        "spec.replicaSpecs[0].template.spec.containers[0].env[2].value:"
+        " cannot resolve $(service.master[0].host) (the job has no spec.service)",
+        "spec.replicaSpecs[0].template.spec.containers[0].env[3].value:"
+        " cannot resolve $(service.port[web]) (the job has no spec.service)",
+    ]
+
+
+def test_repeated_service_port_names_are_refused(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["service"]["ports"] += [
+        {"name": "web", "port": 80},
+        {"name": "torch", "port": 2223},
+        {"name": "web", "port": 81},
+    ]
+    assert _problems(manager, doc) == [
+        "spec.service.ports: port name 'torch' is repeated",
+        "spec.service.ports: port name 'web' is repeated",
+    ]
