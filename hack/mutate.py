@@ -15,8 +15,11 @@ one process per mutant, one at a time.
 How a mutant runs: this process imports the third-party libraries and pytest once, then forks
 one child per mutant. The child puts a finder first on `sys.meta_path` that serves the mutated
 module (compiled from the changed tree, with the file's name, so tracebacks point at it), then
-runs pytest on the module's tests in-process, `-x`. No file is ever rewritten, so runs in
-parallel (`--jobs`) cannot see each other's mutants.
+runs pytest in-process, `-x`. No file is ever rewritten, so runs in parallel (`--jobs`) cannot
+see each other's mutants. A first run of each module's tests under coverage records which test
+executes which line; a mutant runs only the tests that execute its lines (all of the module's
+tests for a line run at import, such as a module constant), and one that survives them is run
+again against all of the module's tests before it counts as surviving.
 
     python hack/mutate.py                        # every module; rewrites docs/testing.md
     python hack/mutate.py plugins/pytorch/*.py   # these modules; prints survivors
@@ -45,6 +48,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
 
+import coverage
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 EQUIVALENT = REPO / "hack" / "mutate-equivalent.toml"
 DOC = REPO / "docs" / "testing.md"
@@ -69,7 +75,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "plugins/*/*.py": ("tests/unit/plugins/{plugin}",),
 }
 # Loaded before forking: the children share them instead of importing them per mutant.
-_PRELOAD = ("pydantic", "pluggy", "jinja2", "yaml", "cryptography", "click", "pytest")
+_PRELOAD = ("pydantic", "pluggy", "jinja2", "yaml", "cryptography", "click")
+_COVERAGE = REPO / "build" / "mutate" / "coverage"
 
 _BINOPS: dict[type[ast.operator], type[ast.operator]] = {
     ast.Add: ast.Sub,
@@ -103,6 +110,7 @@ class Mutant:
     site: int
     variant: int
     line: int
+    end_line: int
     scope: str  # qualified name of the enclosing function or class, `<module>` outside
     before: str
     after: str
@@ -226,6 +234,7 @@ class _Sites(ast.NodeTransformer):
                         site,
                         k,
                         getattr(node, "lineno", 0),
+                        getattr(node, "end_lineno", None) or getattr(node, "lineno", 0),
                         self._scope(),
                         _short(node),
                         _short(changed),
@@ -296,10 +305,22 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(self.code, module.__dict__)
 
 
-def _child(mutant: Mutant | None, tests: Sequence[str]) -> None:
-    """In the forked child: run `tests` with `mutant` in place; exits with pytest's code."""
-    import pytest
+class _TestContexts:
+    """A pytest plugin that names the coverage context after the test running (its node id)."""
 
+    def __init__(self, cov: coverage.Coverage) -> None:
+        self.cov = cov
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        self.cov.switch_context(item.nodeid)
+        yield
+        self.cov.switch_context("")
+
+
+def _child(mutant: Mutant | None, tests: Sequence[str], traced: Path | None) -> None:
+    """In the forked child: run `tests` with `mutant` in place (with coverage written to
+    `traced`); exits with pytest's code."""
     os.setpgid(0, 0)
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
@@ -308,7 +329,14 @@ def _child(mutant: Mutant | None, tests: Sequence[str]) -> None:
         path = str(REPO / mutant.path)
         sys.meta_path.insert(0, _Finder(module_name(mutant.path), path, mutated_code(mutant)))
     os.chdir(REPO)
-    code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests])
+    args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    if traced is None:
+        os._exit(int(pytest.main(args)))
+    cov = coverage.Coverage(data_file=str(traced), include=[str(REPO / p) for p in _every()])
+    cov.start()
+    code = pytest.main(args, plugins=[_TestContexts(cov)])
+    cov.stop()
+    cov.save()
     os._exit(int(code))
 
 
@@ -319,22 +347,29 @@ class Outcome:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Job:
+    mutant: Mutant | None  # None: the tests as they are
+    tests: tuple[str, ...]
+    timeout: float
+    traced: Path | None = None  # where to write coverage, if anywhere
+
+
 def run_all(
-    jobs: Sequence[tuple[Mutant | None, tuple[str, ...], float]],
-    workers: int,
-    progress: Callable[[Outcome], None],
+    jobs: Sequence[Job], workers: int, progress: Callable[[Outcome], None]
 ) -> list[Outcome]:
-    """Run each (mutant, tests, timeout) in a forked child, `workers` at a time."""
+    """Run each job in a forked child, `workers` at a time."""
     pending = list(reversed(jobs))
     running: dict[int, tuple[Mutant | None, float, float]] = {}
     outcomes = []
     while pending or running:
         while pending and len(running) < workers:
-            mutant, tests, timeout = pending.pop()
+            job = pending.pop()
+            mutant, timeout = job.mutant, job.timeout
             pid = os.fork()
             if pid == 0:
                 try:
-                    _child(mutant, tests)
+                    _child(mutant, job.tests, job.traced)
                 finally:
                     os._exit(70)
             running[pid] = (mutant, time.monotonic(), timeout)
@@ -365,20 +400,48 @@ def tests_for(path: str) -> tuple[str, ...]:
     raise SystemExit(f"{path}: not a module `make mutate` covers (see TARGETS in {__file__})")
 
 
-def modules(selected: Sequence[str]) -> list[str]:
-    """The covered modules, or those of `selected` (paths relative to the repo)."""
-    every = sorted(
+def _every() -> list[str]:
+    """Every module `make mutate` covers (paths relative to the repo)."""
+    return sorted(
         str(p.relative_to(REPO))
         for pattern in TARGETS
         for p in REPO.glob(pattern)
         if p.name != "__init__.py"
     )
+
+
+def modules(selected: Sequence[str]) -> list[str]:
+    """The covered modules, or those of `selected` (paths relative to the repo)."""
     if not selected:
-        return every
+        return _every()
     chosen = [str(Path(s).resolve().relative_to(REPO)) for s in selected]
     for path in chosen:
         tests_for(path)
     return chosen
+
+
+def tests_of_lines(traced: Path) -> dict[str, dict[int, set[str]]]:
+    """Module path -> line -> the tests (node ids) that executed it; "" for outside a test."""
+    data = coverage.CoverageData(basename=str(traced))
+    data.read()
+    out: dict[str, dict[int, set[str]]] = {}
+    for filename in data.measured_files():
+        by_line = data.contexts_by_lineno(filename)
+        out[str(Path(filename).relative_to(REPO))] = {n: set(c) for n, c in by_line.items()}
+    return out
+
+
+def select(
+    mutant: Mutant, lines: dict[int, set[str]], all_tests: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The tests that execute the mutant's lines; all of them when a line runs at import (or
+    none of the lines was seen: a session fixture may have run it before tracing started)."""
+    found: set[str] = set()
+    for n in range(mutant.line, mutant.end_line + 1):
+        found |= lines.get(n, set())
+    if not found or "" in found:
+        return all_tests
+    return tuple(sorted(found))
 
 
 def load_equivalent() -> dict[str, str]:
@@ -470,28 +533,46 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.monotonic()
     selections = sorted({tests_for(p) for p in paths})
-    baseline = run_all([(None, tests, 300.0) for tests in selections], args.jobs, lambda o: None)
+    _COVERAGE.mkdir(parents=True, exist_ok=True)
+    traces = {tests: _COVERAGE / f"selection-{i}" for i, tests in enumerate(selections)}
+    baseline = run_all(
+        [Job(None, tests, 600.0, traces[tests]) for tests in selections], args.jobs, lambda o: None
+    )
     limits = {}
+    lines: dict[str, dict[int, set[str]]] = {}
     for tests, outcome in zip(selections, baseline, strict=True):
         if outcome.status != "survived":
             raise SystemExit(f"the tests fail without any mutant: pytest {' '.join(tests)}")
         limits[tests] = max(10.0, 5 * outcome.seconds)
+        for path, by_line in tests_of_lines(traces[tests]).items():
+            if tests_for(path) == tests:
+                lines[path] = by_line
 
-    jobs = [
-        (m, tests_for(m.path), limits[tests_for(m.path)])
-        for mutants in every.values()
-        for m in mutants
-        if m.key not in equivalent
-    ]
+    def job(m: Mutant, every_test: bool) -> Job:
+        tests = tests_for(m.path)
+        chosen = tests if every_test else select(m, lines.get(m.path, {}), tests)
+        return Job(m, chosen, limits[tests])
+
+    candidates = [m for ms in every.values() for m in ms if m.key not in equivalent]
     done = 0
 
     def progress(outcome: Outcome) -> None:
         nonlocal done
         done += 1
-        if done % 50 == 0 or done == len(jobs):
-            print(f"  {done}/{len(jobs)} mutants run", file=sys.stderr, flush=True)
+        if done % 100 == 0:
+            print(f"  {done} runs, {len(candidates)} mutants", file=sys.stderr, flush=True)
 
-    outcomes = run_all(jobs, args.jobs, progress)
+    first = run_all([job(m, False) for m in candidates], args.jobs, progress)
+    # A survivor of the tests that execute its lines faces all of its module's tests.
+    recheck = {
+        o.mutant
+        for o in first
+        if o.status == "survived" and o.mutant and job(o.mutant, False) != job(o.mutant, True)
+    }
+    outcomes = [o for o in first if o.mutant not in recheck]
+    outcomes += run_all(
+        [job(m, True) for m in sorted(recheck, key=candidates.index)], args.jobs, progress
+    )
     seconds = time.monotonic() - started
 
     scores = {p: Score(p, mutants=len(ms)) for p, ms in every.items()}
@@ -517,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(REPORT.read_text(), end="")
     print("\n".join(_table(list(scores.values()))))
     minutes, secs = divmod(round(seconds), 60)
-    print(f"{len(jobs)} mutants run in {minutes} min {secs} s; survivors in {REPORT}")
+    print(f"{len(candidates)} mutants run in {minutes} min {secs} s; survivors in {REPORT}")
     if not args.paths:
         if stale:
             print("equivalent mutants no module has any more (remove them):", *sorted(stale))

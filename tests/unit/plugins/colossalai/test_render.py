@@ -223,6 +223,41 @@ def test_launcher_spec_without_containers_is_completed(
     assert container(pod, "launcher")["image"] == "hpcaitech/colossalai:0.3.0"
 
 
+def test_derived_launcher_merges_the_workers_labels_and_annotations_under_its_own(
+    make_job: Any, manager: PluginManager
+) -> None:
+    doc = example()
+    launcher, worker = doc["spec"]["replicaSpecs"]
+    launcher["template"] = {
+        "metadata": {"labels": {"team": "launcher", "own": "l"}, "annotations": {"a": "launcher"}},
+        "spec": {},
+    }
+    worker["template"]["metadata"] = {
+        "labels": {"team": "worker", "pool": "gpu"},
+        "annotations": {"a": "worker", "sim.t9kjobs.dev/run-seconds": "8"},
+    }
+    meta = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]["metadata"]
+    assert {k: meta["labels"][k] for k in ("team", "own", "pool")} == {
+        "team": "launcher",
+        "own": "l",
+        "pool": "gpu",
+    }
+    assert {k: meta["annotations"][k] for k in ("a", "sim.t9kjobs.dev/run-seconds")} == {
+        "a": "launcher",
+        "sim.t9kjobs.dev/run-seconds": "8",
+    }
+    assert meta["labels"]["tensorstack.dev/replica-type"] == "launcher"
+
+
+def test_a_launcher_with_containers_takes_nothing_from_the_worker(
+    make_job: Any, manager: PluginManager
+) -> None:
+    doc = example()
+    doc["spec"]["replicaSpecs"][1]["template"]["metadata"] = {"labels": {"pool": "gpu"}}
+    meta = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]["metadata"]
+    assert "pool" not in meta["labels"]
+
+
 def test_debug_mode(make_job: Any, manager: PluginManager) -> None:
     pods = by_name(render(make_job, manager, _debug()))
     assert container(pods["colossalai-example-launcher"], "launcher")["command"] == [

@@ -115,6 +115,13 @@ def test_no_service_without_spec_service(manager: PluginManager) -> None:
             "spec.runMode.debug.replicaSpecs[0].type",
             "no replica type",
         ),
+        (
+            lambda d: d["spec"].update(
+                runMode={"pause": {"enabled": True, "resumeSpecs": [{"type": "chief"}]}}
+            ),
+            "spec.runMode.pause.resumeSpecs[0].type",
+            "no replica type 'chief' in the job (it has: master, worker)",
+        ),
     ],
 )
 def test_invalid_jobs_name_the_field(
