@@ -69,7 +69,6 @@ bench: $(STAMP)
 # not part of `make test`. A full run rewrites the scores in docs/testing.md and uses every
 # core: run it under the shared lock. MUTATE_ARGS="plugins/pytorch/torchrun.py" for one module.
 mutate: $(STAMP)
-	$(BIN)/pip install --quiet -r hack/mutate-requirements.txt
 	$(BIN)/python hack/mutate.py $(MUTATE_ARGS)
 
 # Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
