@@ -318,20 +318,32 @@ class _TestContexts:
         self.cov.switch_context("")
 
 
+# The child's exit code when the module under test was imported, but not as the mutant.
+_NOT_SERVED = 99
+
+
 def _child(mutant: Mutant | None, tests: Sequence[str], traced: Path | None) -> None:
     """In the forked child: run `tests` with `mutant` in place (with coverage written to
-    `traced`); exits with pytest's code."""
+    `traced`); exits with pytest's code.
+
+    Assertions are not rewritten (`--assert=plain`): pytest's rewriting hook goes first on
+    `sys.meta_path` and may load modules it takes for its own past the mutant's finder."""
     os.setpgid(0, 0)
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
+    finder = None
     if mutant is not None:
         path = str(REPO / mutant.path)
-        sys.meta_path.insert(0, _Finder(module_name(mutant.path), path, mutated_code(mutant)))
+        finder = _Finder(module_name(mutant.path), path, mutated_code(mutant))
+        sys.meta_path.insert(0, finder)
     os.chdir(REPO)
-    args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    args = ["-x", "-q", "--assert=plain", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
     if traced is None:
-        os._exit(int(pytest.main(args)))
+        code = pytest.main(args)
+        module = sys.modules.get(finder.name) if finder is not None else None
+        served = module is None or getattr(module.__spec__, "loader", None) is finder
+        os._exit(int(code) if served else _NOT_SERVED)
     cov = coverage.Coverage(data_file=str(traced), include=[str(REPO / p) for p in _every()])
     cov.start()
     code = pytest.main(args, plugins=[_TestContexts(cov)])
@@ -386,7 +398,10 @@ def run_all(
             time.sleep(0.01)
             continue
         mutant, start, _ = running.pop(pid)
-        passed = os.waitstatus_to_exitcode(status) == 0
+        code = os.waitstatus_to_exitcode(status)
+        if code == _NOT_SERVED and mutant is not None:
+            raise SystemExit(f"{mutant.key}: the tests imported the module, not the mutant")
+        passed = code == 0
         outcomes.append(Outcome(mutant, "survived" if passed else "killed", now - start))
         progress(outcomes[-1])
     return outcomes
