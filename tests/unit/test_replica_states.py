@@ -219,3 +219,10 @@ def test_a_failure_without_the_training_containers_exit_code_names_another_conta
     failure = sim.condition("ReplicaFailure")
     assert failure is not None
     assert failure["message"] == "job-worker-0 failed with exit code 3 (container sidecar)"
+
+
+def test_a_replica_state_of_a_few_fields_is_not_final_and_never_restarted() -> None:
+    """The defaults a plugin's own tests rely on (the conformance kit builds states so)."""
+    state = ReplicaState("worker", 0, "j-worker-0", "Running")
+    assert (state.exit_code, state.final, state.restarts, state.container) == (None, False, 0, None)
+    assert not state.failed_for_good and not state.succeeded
