@@ -228,6 +228,14 @@ def test_a_deadline_deletes_pending_pods_and_counts_to_the_second() -> None:
     assert p.delete == (pod_ref("tiny-worker-0", exited=False),)
 
 
+def test_a_pod_listed_without_its_api_version_is_deleted_as_v1() -> None:
+    sim = Sim(tiny_job(replicas=2))
+    sim.step()
+    del sim.pod("tiny-worker-1")["apiVersion"]
+    sim.manifest["spec"]["replicaSpecs"][0]["replicas"] = 1
+    assert sim.step().delete == (pod_ref("tiny-worker-1", exited=False),)
+
+
 def test_a_terminating_pod_is_not_deleted_again_when_scaled_down() -> None:
     sim = Sim(tiny_job(replicas=3))
     sim.step()
@@ -397,7 +405,10 @@ def test_missing_and_absent_kinds_and_their_return() -> None:
         "DependenciesPresent",
         "all dependencies exist",
     )
-    assert again.status_changed  # only a condition changed in place
+    manifest["status"] = dump(again.status)
+    lost = _plan(hooks, manifest, [pod, _current(_BOARD)], absent=["PodGroup"])
+    assert lost.status.condition("Degraded").status == "True"  # type: ignore[union-attr]
+    assert lost.status_changed  # only a condition changed, in place
     gone = _plan(Hooks(), manifest, [pod, _current(_GROUP)])
     assert gone.delete == (
         ObjectRef("scheduler.tensorstack.dev/v1beta1", "PodGroup", "tiny", "uid-aux", None),
