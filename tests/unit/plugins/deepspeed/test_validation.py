@@ -412,3 +412,114 @@ def test_worker_and_config_are_required(manager: Any) -> None:
     doc = base_manifest()
     del doc["spec"]["worker"], doc["spec"]["config"]
     assert sorted(errors(manager, doc)) == ["spec.config", "spec.worker"]
+
+
+C = "spec.worker.template.spec.containers[0]"
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        (
+            {"otherArgs": ["-H/tmp/h"]},
+            "spec.config.otherArgs[0]: '-H/tmp/h' sets the hostfile: the operator passes"
+            " --hostfile=/t9k/hostfile",
+        ),
+        (
+            {"mount": "/root/.ssh/keys"},
+            f"{C}.volumeMounts[0].mountPath: /root/.ssh is reserved: the operator mounts or"
+            " writes it",
+        ),
+        (
+            {"env": {"name": "my.setting", "value": "1"}},
+            f"{C}.env[0]: 'my.setting' is not a shell variable name, so /root/.deepspeed_env"
+            " cannot carry it to the training processes; rename it or set"
+            " spec.disableCustomEnv",
+        ),
+        (
+            {"env": {"value": "1"}},
+            f"{C}.env[0]: '' is not a shell variable name, so /root/.deepspeed_env cannot carry"
+            " it to the training processes; rename it or set spec.disableCustomEnv",
+        ),
+        (
+            {"env": {"name": "MULTI", "value": "a\nb"}},
+            f"{C}.env[0]: the value of MULTI holds a newline; /root/.deepspeed_env has one"
+            " VAR=VAL a line: remove the newline or set spec.disableCustomEnv",
+        ),
+        (
+            {"envFrom": [{"configMapRef": {"name": "settings"}}]},
+            f"warning: {C}.envFrom: variables from envFrom are not written to"
+            " /root/.deepspeed_env: only the entrypoint of each worker sees them, not the"
+            " training processes",
+        ),
+        (
+            {"volume": "t9k-ssh"},
+            "spec.worker.template.spec.volumes[0].name: volume name 't9k-ssh' is reserved",
+        ),
+        (
+            {"containers": []},
+            "spec.worker.template.spec.containers: at least one container",
+        ),
+        (
+            {"elastic": {"enabled": True, "maxReplicas": 3}},
+            "spec.elastic.minReplicas: required when elastic training is enabled",
+        ),
+        (
+            {"elastic": {"enabled": True, "minReplicas": 1, "maxReplicas": 3}, "localRank": False},
+            "spec.config.localRank: must be true with elastic training: DeepSpeed does not"
+            " support --no_local_rank in elastic training",
+        ),
+        (
+            {
+                "elastic": {"enabled": True, "minReplicas": 1, "maxReplicas": 3},
+                "otherArgs": ["--master_addr=x"],
+            },
+            "spec.config.otherArgs[0]: with spec.elastic enabled the operator passes --master_addr",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 40 else None,
+)
+def test_each_problem_word_for_word(manager: Any, change: dict[str, Any], found: str) -> None:
+    doc = base_manifest()
+    config = doc["spec"]["config"]
+    pod_spec = doc["spec"]["worker"]["template"]["spec"]
+    if "otherArgs" in change:
+        config["otherArgs"] = change["otherArgs"]
+    if "localRank" in change:
+        config["localRank"] = change["localRank"]
+    if "elastic" in change:
+        doc["spec"]["elastic"] = change["elastic"]
+    if "mount" in change:
+        container(doc)["volumeMounts"] = [{"name": "v", "mountPath": change["mount"]}]
+    if "env" in change:
+        container(doc)["env"] = [change["env"]]
+    if "envFrom" in change:
+        container(doc)["envFrom"] = change["envFrom"]
+    if "volume" in change:
+        pod_spec["volumes"] = [{"name": change["volume"], "emptyDir": {}}]
+    if "containers" in change:
+        pod_spec["containers"] = change["containers"]
+    assert [str(p) for p in problems(manager, doc)] == [found]
+
+
+@pytest.mark.parametrize("values", [["--include", "ds-worker-0.ds"], ["-"], [""], ["--"], ["x"]])
+def test_what_is_no_option_is_left_alone(manager: Any, values: list[str]) -> None:
+    doc = with_spec(config={"otherArgs": values, "run": {"python": ["t"]}})
+    assert problems(manager, doc) == []
+
+
+def test_every_field_customcommand_ignores_is_named(manager: Any) -> None:
+    doc = with_spec(
+        config={
+            "customCommand": "deepspeed t.py",
+            "run": {"python": ["t.py"]},
+            "otherArgs": ["--num_gpus=1"],
+            "autotune": "tune",
+            "localRank": False,
+        }
+    )
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: spec.config.{field}: ignored: spec.config.customCommand replaces the"
+        " generated launch command"
+        for field in ("run", "otherArgs", "autotune", "localRank")
+    ]

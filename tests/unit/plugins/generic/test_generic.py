@@ -263,3 +263,118 @@ def test_repeated_service_port_names_are_refused(manager: PluginManager) -> None
         "spec.service.ports: port name 'torch' is repeated",
         "spec.service.ports: port name 'web' is repeated",
     ]
+
+
+def test_kind_info(manager: PluginManager) -> None:
+    info = manager.kind_info("GenericJob")
+    assert (info.plural, info.short_names) == ("genericjobs", ("gj",))
+
+
+def test_variables_are_substituted_in_init_containers_and_args_too(
+    manager: PluginManager,
+) -> None:
+    doc = _example()
+    pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
+    pod_spec["containers"][0]["args"] = ["--rank=$(rank)", "--of=$(replicas[worker])"]
+    pod_spec["initContainers"] = [
+        {"name": "wait", "image": "busybox", "command": ["wait-for", "$(service.master[0].host)"]}
+    ]
+    job, _ = load_job(doc, manager)
+    pods = {o["metadata"]["name"]: o for o in render_job(job, manager) if o["kind"] == "Pod"}
+    pod = pods["generic-ddp-worker-2"]
+    assert pod["spec"]["containers"][0]["args"] == ["--rank=2", "--of=3"]
+    assert pod["spec"]["initContainers"][0]["command"] == ["wait-for", "generic-ddp-master-0"]
+
+
+@pytest.mark.parametrize(
+    ("rules", "found"),
+    [
+        ([{}], ["spec.successRules[1]: a rule must name at least one replica type"]),
+        ([{"chief": [0]}], ["spec.successRules[1].chief: no replica type 'chief' in the job"]),
+        (
+            [{"worker": [2, 3, -1]}],
+            [
+                "spec.successRules[1].worker[1]: index 3 is out of range: worker has 3 replicas",
+                "spec.successRules[1].worker[2]: index -1 is out of range: worker has 3 replicas",
+            ],
+        ),
+    ],
+)
+def test_finish_rule_problems_word_for_word(
+    manager: PluginManager, rules: list[dict[str, Any]], found: list[str]
+) -> None:
+    doc = _example()
+    doc["spec"]["successRules"] += rules
+    assert _problems(manager, doc) == found
+
+
+def test_a_replica_type_without_containers(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"] = []
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs[1].template.spec.containers: at least one container"
+    ]
+
+
+def test_no_service_hint_for_a_variable_that_is_no_service_one(manager: PluginManager) -> None:
+    doc = _example()
+    del doc["spec"]["service"]
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs["template"]["spec"]["containers"][0]["env"] = [{"name": "N", "value": "$(replicas[x])"}]
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs[{i}].template.spec.containers[0].env[0].value:"
+        " cannot resolve $(replicas[x])"
+        for i in range(2)
+    ]
+
+
+def test_a_port_keeps_its_protocol(manager: PluginManager) -> None:
+    ports = [{"name": "torch", "port": 2222, "protocol": "UDP"}]
+    for svc in _services(manager, ports):
+        assert svc["spec"]["ports"] == [
+            {"name": "torch", "port": 2222, "targetPort": 2222, "protocol": "UDP"}
+        ]
+
+
+def _verdict(manager: PluginManager, doc: dict[str, Any], **states: str) -> Any:
+    job, _ = load_job(doc, manager)
+    verdict = manager.hooks_for("GenericJob").compute_status(job, _states(**states))
+    return None if verdict is None else (verdict.outcome, verdict.reason, verdict.message)
+
+
+def test_verdicts_word_for_word(manager: PluginManager) -> None:
+    doc = _example()
+    ok = dict(master_0="Succeeded", worker_0="Running", worker_1="Running", worker_2="Running")
+    assert _verdict(manager, doc, **ok) == (
+        "Succeeded",
+        "SuccessRuleMatched",
+        "successRules[0] is fulfilled",
+    )
+    failed = {**ok, "master_0": "Failed", "worker_1": "Failed"}
+    assert _verdict(manager, doc, **failed) == (
+        "Failed",
+        "FailureRuleMatched",
+        "j-master-0 failed with exit code 1; j-worker-1 failed with exit code 1"
+        " (failureRules[0] is fulfilled)",
+    )
+    del doc["spec"]["successRules"], doc["spec"]["failureRules"]
+    assert _verdict(manager, doc, **{**ok, "worker_2": "Failed"}) == (
+        "Failed",
+        "ReplicaFailed",
+        "j-worker-2 failed with exit code 1",
+    )
+    done = {k: "Succeeded" for k in ok}
+    assert _verdict(manager, doc, **done) == ("Succeeded", "AllSucceeded", "all replicas succeeded")
+
+
+def test_every_replica_finished_without_a_rule_fulfilled(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["successRules"] = [{"worker": [0, 1]}]
+    doc["spec"]["failureRules"] = [{"master": [0]}]
+    states = dict(master_0="Succeeded", worker_0="Succeeded", worker_1="Failed", worker_2="Failed")
+    assert _verdict(manager, doc, **states) == (
+        "Failed",
+        "NoRuleMatched",
+        "every replica finished but no success or failure rule is fulfilled",
+    )
+    assert _verdict(manager, doc, **{**states, "worker_2": "Running"}) is None
