@@ -47,15 +47,25 @@ def test_examples_are_clean(manager: PluginManager, name: str) -> None:
 
 
 def test_repeated_replica_types(manager: PluginManager) -> None:
-    found = problems(manager, manifest(replica("worker", 2), replica("worker", 1)))
-    assert [str(p) for p in found] == [
-        "spec.replicaSpecs: replica types must be unique; repeated: worker"
+    doc = manifest(replica("worker", 2), replica("ps", 1), replica("worker", 1), replica("ps"))
+    assert [str(p) for p in problems(manager, doc)] == [
+        "spec.replicaSpecs: replica types must be unique; repeated: ps, worker"
     ]
 
 
 def test_master_has_exactly_one_replica(manager: PluginManager) -> None:
-    found = by_path(problems(manager, manifest(replica("worker", 2), replica("master", 2))))
-    assert "replicaSpecs[1].replicas is 2" in found["spec.replicaSpecs"].message
+    found = problems(manager, manifest(replica("worker", 2), replica("master", 2)))
+    assert [str(p) for p in found] == [
+        "spec.replicaSpecs: replicaSpecs[1].replicas is 2: the master replica type must have"
+        " exactly 1 replica"
+    ]
+
+
+def test_an_empty_torchrun_config_is_off(manager: PluginManager) -> None:
+    job, warnings = load_job(manifest(replica("worker", 1), torchrunConfig={}), manager)
+    assert warnings == []
+    config = job.spec_as(PyTorchTrainingJobSpec).torchrun_config
+    assert config is not None and config.enabled is False
 
 
 def test_reserved_env_names_the_field(manager: PluginManager) -> None:
@@ -149,6 +159,7 @@ def test_gpu_procs_need_a_positive_whole_gpu_count(
 def test_proc_per_node_must_be_a_number_or_gpu(manager: PluginManager, value: Any) -> None:
     found = problems(manager, gpu_job(procPerNode=value))
     assert [p.path for p in found] == ["spec.torchrunConfig.procPerNode"]
+    assert f"procPerNode must be a positive number or 'gpu', got {value!r}" in found[0].message
 
 
 @pytest.mark.parametrize("value", ["4", 4, "gpu"])
@@ -171,9 +182,13 @@ def test_torchrun_ignores_the_command_with_a_warning(manager: PluginManager) -> 
 
 def test_torchrun_needs_args(manager: PluginManager) -> None:
     doc = manifest(replica("worker", 1), torchrunConfig={"enabled": True})
-    found = by_path(problems(manager, doc))
-    assert found["spec.replicaSpecs[0].template.spec.containers[0].args"].severity == "error"
-    assert found["spec.replicaSpecs[0].template.spec.containers[0].command"].severity == "warning"
+    c = "spec.replicaSpecs[0].template.spec.containers[0]"
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: {c}.command: ignored: with spec.torchrunConfig.enabled the container runs"
+        " `torchrun <options> <args...>`",
+        f"{c}.args: torchrun needs the training script (and its arguments) in args: the command"
+        " is ignored with spec.torchrunConfig.enabled",
+    ]
 
 
 def test_extra_options_overriding_generated_ones_warn(manager: PluginManager) -> None:
@@ -262,15 +277,20 @@ def test_elastic_without_torchrun_warns(manager: PluginManager) -> None:
     doc = manifest(
         replica("worker", 2), elastic={"enable": True, "minReplicas": 1, "maxReplicas": 3}
     )
-    found = problems(manager, doc)
-    assert [(p.path, p.severity) for p in found] == [("spec.elastic.enabled", "warning")]
+    assert [str(p) for p in problems(manager, doc)] == [
+        "warning: spec.elastic.enabled: elastic training without spec.torchrunConfig.enabled:"
+        " the pods scale, but the training program must handle membership changes itself (e.g."
+        " run torchrun, which reads the PET_* variables)"
+    ]
 
 
 def test_a_job_needs_replicas_and_containers(manager: PluginManager) -> None:
     empty = replica("worker", 0)
     empty["template"] = {}
-    found = by_path(problems(manager, manifest(empty)))
-    assert set(found) == {"spec.replicaSpecs", "spec.replicaSpecs[0].template.spec.containers"}
+    assert [str(p) for p in problems(manager, manifest(empty))] == [
+        "spec.replicaSpecs[0].template.spec.containers: at least one container",
+        "spec.replicaSpecs: the job has no replicas",
+    ]
 
 
 def test_restart_policy_is_a_string_defaulting_to_never(manager: PluginManager) -> None:
