@@ -61,9 +61,26 @@ def test_run_is_required_without_custom_command(manager: Any) -> None:
     assert errors(manager, with_spec(config={"customCommand": "deepspeed x.py"})) == {}
 
 
-def test_both_spellings_of_one_field_are_refused(manager: Any) -> None:
-    found = errors(manager, with_spec(config={"run": {"module": ["a"], "Module": ["b"]}}))
-    assert found == {"spec.config.run": "set run.module or its alias run.Module, not both"}
+@pytest.mark.parametrize(("canonical", "alias"), [("module", "Module"), ("exec", "Exec")])
+def test_both_spellings_of_one_field_are_refused(manager: Any, canonical: str, alias: str) -> None:
+    run = {canonical: ["a"], alias: ["b"]}
+    found = errors(manager, with_spec(config={"run": run}))
+    assert found == {"spec.config.run": f"set run.{canonical} or its alias run.{alias}, not both"}
+
+
+@pytest.mark.parametrize(
+    ("elastic", "min_available"),
+    [
+        ({"enabled": True, "minReplicas": 2, "maxReplicas": 4}, 2),
+        ({"enabled": False, "minReplicas": 2, "maxReplicas": 4}, None),
+        (None, None),
+    ],
+)
+def test_an_elastic_job_runs_with_its_minimum(
+    manager: Any, elastic: dict[str, Any] | None, min_available: int | None
+) -> None:
+    doc = with_spec(elastic=elastic) if elastic is not None else base_manifest()
+    assert parse_job(doc, manager).spec.lifecycle().min_available == min_available
 
 
 def test_aliases_serialize_to_the_canonical_spelling(manager: Any) -> None:

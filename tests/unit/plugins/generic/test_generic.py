@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,12 @@ def test_every_replica_finished_without_a_rule_fulfilled(manager: PluginManager)
         "every replica finished but no success or failure rule is fulfilled",
     )
     assert _verdict(manager, doc, **{**states, "worker_2": "Running"}) is None
+
+
+def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
+    doc = _example()
+    master, worker = doc["spec"]["replicaSpecs"]
+    doc["spec"]["replicaSpecs"] = [master, worker, copy.deepcopy(master), copy.deepcopy(worker)]
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs: replica types must be unique; repeated: master, worker"
+    ]
