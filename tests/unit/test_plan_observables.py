@@ -215,19 +215,6 @@ def test_cleanup_deletes_pending_and_unknown_pods_as_unfinished(
     assert p.delete == tuple(pod_ref(n, exited=n in exited) for n in deleted)
 
 
-def test_a_deadline_deletes_pending_pods_and_counts_to_the_second() -> None:
-    sim = Sim(tiny_job(replicas=1, run_policy={"activeDeadlineSeconds": 5}))
-    sim.step()
-    sim.set("tiny-worker-0", "Pending")
-    sim.now = NOW + timedelta(seconds=4.5)
-    p = sim.step()
-    assert (p.status.phase, p.requeue_after) == ("Pending", 0.5)
-    at(sim, 5)
-    p = sim.step()
-    assert p.status.phase == "Failed"
-    assert p.delete == (pod_ref("tiny-worker-0", exited=False),)
-
-
 def test_a_pod_listed_without_its_api_version_is_deleted_as_v1() -> None:
     sim = Sim(tiny_job(replicas=2))
     sim.step()
