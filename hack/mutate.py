@@ -350,7 +350,7 @@ def _child(mutant: Mutant | None, tests: Sequence[str], traced: Path | None) -> 
         module = sys.modules.get(finder.name) if finder is not None else None
         served = module is None or getattr(module.__spec__, "loader", None) is finder
         os._exit(int(code) if served else _NOT_SERVED)
-    cov = coverage.Coverage(data_file=str(traced), include=[str(REPO / p) for p in _every()])
+    cov = coverage.Coverage(data_file=str(traced), source_pkgs=["t9kjobs"])
     cov.start()
     code = pytest.main(args, plugins=[_TestContexts(cov)])
     cov.stop()
@@ -447,10 +447,17 @@ def tests_of_lines(traced: Path) -> dict[str, dict[int, set[str]]]:
     """Module path -> line -> the tests (node ids) that executed it; "" for outside a test."""
     data = coverage.CoverageData(basename=str(traced))
     data.read()
+    # The package is imported from core/ and plugins/ (the editable install), or from a copy
+    # assembled as t9kjobs/ (build/layout): a file is known by its module's path either way.
+    by_file = {str(REPO / p): p for p in _every()}
+    by_file |= {module_name(p).replace(".", "/") + ".py": p for p in _every()}
     out: dict[str, dict[int, set[str]]] = {}
     for filename in data.measured_files():
-        by_line = data.contexts_by_lineno(filename)
-        out[str(Path(filename).relative_to(REPO))] = {n: set(c) for n, c in by_line.items()}
+        path = by_file.get(filename) or by_file.get(
+            "t9kjobs/" + filename.rpartition("/t9kjobs/")[2]
+        )
+        if path is not None:
+            out[path] = {n: set(c) for n, c in data.contexts_by_lineno(filename).items()}
     return out
 
 
