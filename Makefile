@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo demo-sim clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo demo-sim mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r bench/requirements.txt
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Mutation testing of the planner and the plugins against the unit tier (docs/testing.md);
+# not part of `make test`. A full run rewrites the scores in docs/testing.md and uses every
+# core: run it under the shared lock. MUTATE_ARGS="plugins/pytorch/torchrun.py" for one module.
+mutate: $(STAMP)
+	$(BIN)/python hack/mutate.py $(MUTATE_ARGS)
 
 # Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
 plugin-guide: $(STAMP)

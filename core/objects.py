@@ -175,7 +175,8 @@ def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
 
 
 def gpu_count(container: Obj) -> int | None:
-    """The container's nvidia.com/gpu limit, else its request, when a whole number.
+    """The container's nvidia.com/gpu limit, else its request, when a positive whole number
+    (no process runs on 0 GPUs).
 
     What a kind sizes its processes per pod by, when the user leaves that to the GPUs
     (PyTorchTrainingJob `procPerNode: gpu`, DeepSpeedJob `slotsPerWorker`).
@@ -185,7 +186,7 @@ def gpu_count(container: Obj) -> int | None:
         value = (resources.get(key) or {}).get(GPU_RESOURCE)
         if value is not None:
             text = str(value)
-            return int(text) if text.isascii() and text.isdigit() else None
+            return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
     return None
 
 

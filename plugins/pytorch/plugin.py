@@ -114,7 +114,7 @@ def _container_problems(
             Problem(
                 f"{path}.resources.limits",
                 f"spec.torchrunConfig.procPerNode is 'gpu' but the training container sets no"
-                f" whole-number {GPU_RESOURCE} limit or request",
+                f" positive whole-number {GPU_RESOURCE} limit or request",
             )
         )
     return out

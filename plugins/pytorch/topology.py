@@ -181,12 +181,12 @@ def topology(job: Job, spec: PyTorchTrainingJobSpec) -> Topology:
             name = pod_name(job.name, rs.type, index)
             nodes.append(Node(rs.type, index, len(nodes), name, procs))
     elastic_range = None
-    if spec.elastic is not None and spec.elastic.enabled:
+    elastic = spec.elastic
+    if elastic is not None and elastic.enabled:
+        # Both bounds are set: the spec model refuses elastic training without them.
+        assert elastic.min_replicas is not None and elastic.max_replicas is not None
         fixed = sum(counts[rs.type] for rs in spec.replica_specs if rs.type == MASTER_TYPE)
-        scaled = len(nodes) - fixed
-        low = spec.elastic.min_replicas or scaled
-        high = spec.elastic.max_replicas or scaled
-        elastic_range = (low + fixed, high + fixed)
+        elastic_range = (elastic.min_replicas + fixed, elastic.max_replicas + fixed)
     config = spec.torchrun_config
     return Topology(
         job_name=job.name,

@@ -568,6 +568,10 @@ def test_a_third_party_kind_gets_a_crd() -> None:
     assert "'thirdparty' plugin" in text.splitlines()[0]
     crd = yaml.safe_load(text.split("\n", 1)[1])
     assert structural_problems(root_schema(crd)) == []
+    # Without a description of its own, the kind is described by its spec model's docstring;
+    # it is in the categories every kind of the operator shares (`kubectl get t9k`).
+    assert root_schema(crd)["description"] == "A third-party kind."
+    assert crd["spec"]["names"]["categories"] == ["t9k"]
     thing = spec_schema(crd)["properties"]["thing"]
     assert thing["description"] == "The thing."
     props = thing["properties"]

@@ -39,6 +39,11 @@ def test_deadline_requeues_for_the_time_left() -> None:
     assert sim.step().requeue_after == 30
     sim.now = NOW + timedelta(seconds=12)
     assert sim.step().requeue_after == 18
+    sim.now = NOW + timedelta(seconds=29.5)  # to the second: half a second is left
+    assert sim.step().requeue_after == 0.5
+    sim.now = NOW + timedelta(seconds=30)
+    p = sim.step()  # its pod never left Pending: active, so deleted
+    assert (p.status.phase, [d.name for d in p.delete]) == ("Failed", ["tiny-worker-0"])
 
 
 def test_pods_of_a_job_past_its_deadline_are_deleted_even_after_a_crash() -> None:

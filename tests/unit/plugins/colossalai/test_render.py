@@ -197,12 +197,19 @@ def test_launcher_mounts_hostfile_and_runs_colossalai(
 
 def test_launcher_derived_from_worker(make_job: Any, manager: PluginManager) -> None:
     doc = _no_launcher()
+    worker = doc["spec"]["replicaSpecs"][0]["template"]["spec"]
+    worker["securityContext"] = {"runAsUser": 1000}
+    worker["containers"][0]["securityContext"] = {"runAsNonRoot": True}
+    worker["containers"][0]["envFrom"] = [{"configMapRef": {"name": "settings"}}]
     pod = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]
     c = container(pod, "launcher")
     assert c["image"] == "hpcaitech/colossalai:0.3.0"
     assert c["imagePullPolicy"] == "IfNotPresent"
     assert c["workingDir"] == "/workspace"
     assert c["env"] == [{"name": "NCCL_DEBUG", "value": "INFO"}]
+    assert c["envFrom"] == [{"configMapRef": {"name": "settings"}}]
+    assert c["securityContext"] == {"runAsNonRoot": True}  # the same user as the workers
+    assert pod["spec"]["securityContext"] == {"runAsUser": 1000}
     assert "resources" not in c
     assert [m["name"] for m in c["volumeMounts"]] == ["t9k-ssh", "t9k-hostfile"]
     assert pod["spec"]["imagePullSecrets"] == [{"name": "registry"}]
@@ -221,6 +228,66 @@ def test_launcher_spec_without_containers_is_completed(
     assert pod["spec"]["nodeSelector"] == {"pool": "cpu"}
     assert pod["spec"]["imagePullSecrets"] == [{"name": "own"}]
     assert container(pod, "launcher")["image"] == "hpcaitech/colossalai:0.3.0"
+
+
+def test_derived_launcher_merges_the_workers_labels_and_annotations_under_its_own(
+    make_job: Any, manager: PluginManager
+) -> None:
+    doc = example()
+    launcher, worker = doc["spec"]["replicaSpecs"]
+    launcher["template"] = {
+        "metadata": {"labels": {"team": "launcher", "own": "l"}, "annotations": {"a": "launcher"}},
+        "spec": {},
+    }
+    worker["template"]["metadata"] = {
+        "labels": {"team": "worker", "pool": "gpu"},
+        "annotations": {"a": "worker", "sim.t9kjobs.dev/run-seconds": "8"},
+    }
+    meta = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]["metadata"]
+    assert {k: meta["labels"][k] for k in ("team", "own", "pool")} == {
+        "team": "launcher",
+        "own": "l",
+        "pool": "gpu",
+    }
+    assert {k: meta["annotations"][k] for k in ("a", "sim.t9kjobs.dev/run-seconds")} == {
+        "a": "launcher",
+        "sim.t9kjobs.dev/run-seconds": "8",
+    }
+    assert meta["labels"]["tensorstack.dev/replica-type"] == "launcher"
+
+
+def test_a_launcher_with_containers_takes_nothing_from_the_worker(
+    make_job: Any, manager: PluginManager
+) -> None:
+    doc = example()
+    doc["spec"]["replicaSpecs"][1]["template"]["metadata"] = {"labels": {"pool": "gpu"}}
+    meta = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]["metadata"]
+    assert "pool" not in meta["labels"]
+
+
+def test_the_launchers_own_hostfile_volume_is_replaced(
+    make_job: Any, manager: PluginManager
+) -> None:
+    doc = example()
+    template = doc["spec"]["replicaSpecs"][0]["template"]["spec"]
+    template["volumes"] = [
+        {"name": "t9k-hostfile", "emptyDir": {}},
+        {"name": "data", "emptyDir": {}},
+    ]
+    template["containers"][0]["volumeMounts"] = [
+        {"name": "t9k-hostfile", "mountPath": "/t9k/old"},
+        {"name": "data", "mountPath": "/data"},
+    ]
+    pod = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert list(volumes) == ["data", "t9k-ssh", "t9k-hostfile"]
+    assert volumes["t9k-hostfile"]["configMap"] == {"name": "colossalai-example-hostfile"}
+    mounts = [(m["name"], m["mountPath"]) for m in container(pod, "launcher")["volumeMounts"]]
+    assert mounts == [
+        ("data", "/data"),
+        ("t9k-ssh", "/root/.ssh"),
+        ("t9k-hostfile", "/t9k/hostfile"),
+    ]
 
 
 def test_debug_mode(make_job: Any, manager: PluginManager) -> None:

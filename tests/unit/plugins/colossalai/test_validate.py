@@ -113,3 +113,26 @@ def test_run_mode_names_known_types(manager: PluginManager) -> None:
     # The launcher is a replica type even when its replica spec is left out.
     doc["spec"]["replicaSpecs"] = doc["spec"]["replicaSpecs"][1:]
     assert len(problems(manager, doc)) == 1
+
+
+def test_kind_info(manager: PluginManager) -> None:
+    info = manager.kind_info("ColossalAIJob")
+    assert (info.plural, info.short_names) == ("colossalaijobs", ("caij",))
+
+
+def test_a_single_container_of_another_name_is_the_replicas_own(manager: PluginManager) -> None:
+    doc = example()
+    containers(doc, 1)[0]["name"] = "main"
+    assert problems(manager, doc) == []
+
+
+def test_the_ssh_key_path_is_reserved_with_or_without_a_trailing_slash(
+    manager: PluginManager,
+) -> None:
+    doc = example()
+    doc["spec"]["ssh"]["authMountPath"] = "/root/.ssh/"
+    containers(doc, 1)[0]["volumeMounts"] = [{"name": "keys", "mountPath": "/root/.ssh"}]
+    assert problems(manager, doc) == [
+        "spec.replicaSpecs[1].template.spec.containers[0].volumeMounts[0].mountPath: reserved"
+        " for the job's SSH key (spec.ssh.authMountPath)"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
@@ -62,9 +63,26 @@ def test_run_is_required_without_custom_command(manager: Any) -> None:
     assert errors(manager, with_spec(config={"customCommand": "deepspeed x.py"})) == {}
 
 
-def test_both_spellings_of_one_field_are_refused(manager: Any) -> None:
-    found = errors(manager, with_spec(config={"run": {"module": ["a"], "Module": ["b"]}}))
-    assert found == {"spec.config.run": "set run.module or its alias run.Module, not both"}
+@pytest.mark.parametrize(("canonical", "alias"), [("module", "Module"), ("exec", "Exec")])
+def test_both_spellings_of_one_field_are_refused(manager: Any, canonical: str, alias: str) -> None:
+    run = {canonical: ["a"], alias: ["b"]}
+    found = errors(manager, with_spec(config={"run": run}))
+    assert found == {"spec.config.run": f"set run.{canonical} or its alias run.{alias}, not both"}
+
+
+@pytest.mark.parametrize(
+    ("elastic", "min_available"),
+    [
+        ({"enabled": True, "minReplicas": 2, "maxReplicas": 4}, 2),
+        ({"enabled": False, "minReplicas": 2, "maxReplicas": 4}, None),
+        (None, None),
+    ],
+)
+def test_an_elastic_job_runs_with_its_minimum(
+    manager: Any, elastic: dict[str, Any] | None, min_available: int | None
+) -> None:
+    doc = with_spec(elastic=elastic) if elastic is not None else base_manifest()
+    assert parse_job(doc, manager).spec.lifecycle().min_available == min_available
 
 
 def test_aliases_serialize_to_the_canonical_spelling(manager: Any) -> None:
@@ -152,6 +170,144 @@ def test_other_args_that_conflict(manager: Any, arg: list[str]) -> None:
 def test_other_args_that_are_allowed(manager: Any, arg: list[str]) -> None:
     doc = with_spec(config={"otherArgs": arg, "run": {"python": ["t"]}})
     assert errors(manager, doc) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "found"),
+    [
+        (["--master_port=1", "--launcher", "openmpi", "--num_gpus=2"], "got 'openmpi'"),
+        (["--launcher", "pdsh", "--num_gpus=2"], None),
+        (["--num_gpus=2", "--launcher", "PDSH"], None),
+        (["--num_gpus=2", "--launcher"], "got ''"),
+        (["--launcher=mpich", "pdsh"], "got 'mpich'"),
+    ],
+)
+def test_the_launcher_value_of_the_two_item_form_is_the_next_item(
+    manager: Any, args: list[str], found: str | None
+) -> None:
+    doc = with_spec(config={"otherArgs": args, "run": {"python": ["t"]}})
+    index = args.index(next(a for a in args if a.startswith("--launcher")))
+    message = f"the launcher must be pdsh (workers are reached over ssh), {found}"
+    assert errors(manager, doc) == (
+        {} if found is None else {f"spec.config.otherArgs[{index}]": message}
+    )
+
+
+# The long options of DeepSpeed's launcher (deepspeed/launcher/runner.py `parse_args`), in its
+# order, spelled out: argparse itself resolves their abbreviations below.
+LAUNCHER_OPTIONS = [
+    "--hostfile",
+    "--include",
+    "--exclude",
+    "--num_nodes",
+    "--min_elastic_nodes",
+    "--max_elastic_nodes",
+    "--num_gpus",
+    "--num_accelerators",
+    "--master_port",
+    "--master_addr",
+    "--node_rank",
+    "--launcher",
+    "--launcher_args",
+    "--module",
+    "--no_python",
+    "--no_local_rank",
+    "--no_ssh",
+    "--no_ssh_check",
+    "--force_multi",
+    "--save_pid",
+    "--enable_each_rank_log",
+    "--autotuning",
+    "--comment",
+    "--account",
+    "--elastic_training",
+    "--bind_cores_to_rank",
+    "--bind_core_list",
+    "--ssh_port",
+]
+# The options the operator sets itself, and what the message tells the user to do instead.
+OWNED = {
+    "--hostfile": "the operator passes --hostfile=/t9k/hostfile",
+    "--no_local_rank": "set spec.config.localRank: false instead",
+    "--autotuning": "set spec.config.autotune instead",
+    "--module": "set spec.config.run.module instead",
+    "--no_python": "set spec.config.run.exec instead",
+    "--elastic_training": "set spec.elastic instead",
+    "--min_elastic_nodes": "set spec.elastic.minReplicas instead",
+    "--max_elastic_nodes": "set spec.elastic.maxReplicas instead",
+}
+
+
+class _Ambiguous(Exception):
+    pass
+
+
+def launcher_takes(arg: str) -> str | list[str]:
+    """What DeepSpeed's launcher (argparse, abbreviations allowed) takes `arg` for: an option,
+    or the options it could match."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for option in LAUNCHER_OPTIONS:
+        parser.add_argument(option, nargs="?", const=True)
+
+    def refuse(message: str) -> None:
+        raise _Ambiguous(message.split(" could match ")[1])
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = vars(parser.parse_args([arg]))
+    except (_Ambiguous, argparse.ArgumentError) as exc:
+        return str(exc).split(" could match ")[-1].split(", ")
+    (dest,) = [k for k, v in parsed.items() if v is not None]
+    return f"--{dest}"
+
+
+@pytest.mark.parametrize("option", LAUNCHER_OPTIONS)
+def test_every_abbreviation_of_each_option_is_read_as_deepspeed_reads_it(
+    manager: Any, option: str
+) -> None:
+    for end in range(3, len(option) + 1):
+        arg = option[:end]
+        doc = with_spec(config={"otherArgs": [arg], "run": {"python": ["t"]}})
+        taken = launcher_takes(arg)
+        if isinstance(taken, list):
+            expected = {
+                "spec.config.otherArgs[0]": f"{arg!r} is an ambiguous abbreviation of"
+                f" {', '.join(taken)}: spell the option out"
+            }
+        elif taken in OWNED:
+            expected = {"spec.config.otherArgs[0]": f"{arg!r} is {taken}: {OWNED[taken]}"}
+        elif taken == "--launcher":
+            expected = {
+                "spec.config.otherArgs[0]": "the launcher must be pdsh (workers are reached"
+                " over ssh), got ''"
+            }
+        else:
+            expected = {}
+        assert errors(manager, doc) == expected, arg
+
+
+@pytest.mark.parametrize(
+    ("arg", "candidates"),
+    [
+        ("--no", "--node_rank, --no_python, --no_local_rank, --no_ssh, --no_ssh_check"),
+        ("--no_s", "--no_ssh, --no_ssh_check"),
+        ("--master=x", "--master_port, --master_addr"),
+        (
+            "--n",
+            "--num_nodes, --num_gpus, --num_accelerators, --node_rank, --no_python,"
+            " --no_local_rank, --no_ssh, --no_ssh_check",
+        ),
+    ],
+)
+def test_ambiguous_abbreviations_name_the_candidates(
+    manager: Any, arg: str, candidates: str
+) -> None:
+    doc = with_spec(config={"otherArgs": ["--num_gpus=1", arg], "run": {"python": ["t"]}})
+    name = arg.partition("=")[0]
+    assert errors(manager, doc) == {
+        "spec.config.otherArgs[1]": f"{name!r} is an ambiguous abbreviation of {candidates}:"
+        " spell the option out"
+    }
 
 
 def test_master_addr_is_owned_in_elastic_mode(manager: Any) -> None:
@@ -246,15 +402,14 @@ def test_custom_command_ignores_the_other_fields_with_warnings(manager: Any) -> 
             "customCommand": "deepspeed t.py",
             "run": {"python": ["t.py"]},
             "otherArgs": ["--module"],
+            "autotune": "tune",
             "localRank": False,
         }
     )
-    found = problems(manager, doc)
-    assert {p.severity for p in found} == {"warning"}
-    assert sorted(p.path for p in found) == [
-        "spec.config.localRank",
-        "spec.config.otherArgs",
-        "spec.config.run",
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: spec.config.{field}: ignored: spec.config.customCommand replaces the"
+        " generated launch command"
+        for field in ("run", "otherArgs", "autotune", "localRank")
     ]
 
 
@@ -290,3 +445,97 @@ def test_worker_and_config_are_required(manager: Any) -> None:
     doc = base_manifest()
     del doc["spec"]["worker"], doc["spec"]["config"]
     assert sorted(errors(manager, doc)) == ["spec.config", "spec.worker"]
+
+
+C = "spec.worker.template.spec.containers[0]"
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        (
+            {"otherArgs": ["-H/tmp/h"]},
+            "spec.config.otherArgs[0]: '-H/tmp/h' sets the hostfile: the operator passes"
+            " --hostfile=/t9k/hostfile",
+        ),
+        (
+            {"mount": "/root/.ssh/keys"},
+            f"{C}.volumeMounts[0].mountPath: /root/.ssh is reserved: the operator mounts or"
+            " writes it",
+        ),
+        (
+            {"env": {"name": "my.setting", "value": "1"}},
+            f"{C}.env[0]: 'my.setting' is not a shell variable name, so /root/.deepspeed_env"
+            " cannot carry it to the training processes; rename it or set"
+            " spec.disableCustomEnv",
+        ),
+        (
+            {"env": {"value": "1"}},
+            f"{C}.env[0]: '' is not a shell variable name, so /root/.deepspeed_env cannot carry"
+            " it to the training processes; rename it or set spec.disableCustomEnv",
+        ),
+        (
+            {"env": {"name": "MULTI", "value": "a\nb"}},
+            f"{C}.env[0]: the value of MULTI holds a newline; /root/.deepspeed_env has one"
+            " VAR=VAL a line: remove the newline or set spec.disableCustomEnv",
+        ),
+        (
+            {"envFrom": [{"configMapRef": {"name": "settings"}}]},
+            f"warning: {C}.envFrom: variables from envFrom are not written to"
+            " /root/.deepspeed_env: only the entrypoint of each worker sees them, not the"
+            " training processes",
+        ),
+        (
+            {"volume": "t9k-ssh"},
+            "spec.worker.template.spec.volumes[0].name: volume name 't9k-ssh' is reserved",
+        ),
+        (
+            {"containers": []},
+            "spec.worker.template.spec.containers: at least one container",
+        ),
+        (
+            {"elastic": {"enabled": True, "maxReplicas": 3}},
+            "spec.elastic.minReplicas: required when elastic training is enabled",
+        ),
+        (
+            {"elastic": {"enabled": True, "minReplicas": 1, "maxReplicas": 3}, "localRank": False},
+            "spec.config.localRank: must be true with elastic training: DeepSpeed does not"
+            " support --no_local_rank in elastic training",
+        ),
+        (
+            {
+                "elastic": {"enabled": True, "minReplicas": 1, "maxReplicas": 3},
+                "otherArgs": ["--master_addr=x"],
+            },
+            "spec.config.otherArgs[0]: with spec.elastic enabled the operator passes --master_addr",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 40 else None,
+)
+def test_each_problem_word_for_word(manager: Any, change: dict[str, Any], found: str) -> None:
+    doc = base_manifest()
+    config = doc["spec"]["config"]
+    pod_spec = doc["spec"]["worker"]["template"]["spec"]
+    if "otherArgs" in change:
+        config["otherArgs"] = change["otherArgs"]
+    if "localRank" in change:
+        config["localRank"] = change["localRank"]
+    if "elastic" in change:
+        doc["spec"]["elastic"] = change["elastic"]
+    if "mount" in change:
+        container(doc)["volumeMounts"] = [{"name": "v", "mountPath": change["mount"]}]
+    if "env" in change:
+        container(doc)["env"] = [change["env"]]
+    if "envFrom" in change:
+        container(doc)["envFrom"] = change["envFrom"]
+    if "volume" in change:
+        pod_spec["volumes"] = [{"name": change["volume"], "emptyDir": {}}]
+    if "containers" in change:
+        pod_spec["containers"] = change["containers"]
+    assert [str(p) for p in problems(manager, doc)] == [found]
+
+
+@pytest.mark.parametrize("values", [["--include", "ds-worker-0.ds"], ["-"], [""], ["--"], ["x"]])
+def test_what_is_no_option_is_left_alone(manager: Any, values: list[str]) -> None:
+    doc = with_spec(config={"otherArgs": values, "run": {"python": ["t"]}})
+    assert problems(manager, doc) == []

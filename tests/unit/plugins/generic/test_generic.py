@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,13 @@ def test_no_service_without_spec_service(manager: PluginManager) -> None:
             ),
             "spec.runMode.debug.replicaSpecs[0].type",
             "no replica type",
+        ),
+        (
+            lambda d: d["spec"].update(
+                runMode={"pause": {"enabled": True, "resumeSpecs": [{"type": "chief"}]}}
+            ),
+            "spec.runMode.pause.resumeSpecs[0].type",
+            "no replica type 'chief' in the job (it has: master, worker)",
         ),
     ],
 )
@@ -305,3 +313,186 @@ def test_ports_a_service_refuses_are_refused(
         load_job(doc, manager)
     messages = [str(p) for p in err.value.problems]
     assert any(m.startswith(path + ":") and words in m for m in messages), messages
+
+
+def _problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:
+    with pytest.raises(JobError) as err:
+        load_job(doc, manager)
+    return [str(p) for p in err.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("group", "key", "text", "path"),
+    [
+        ("containers", "command", "$(replicas[chief])", "containers[0].command[2]"),
+        ("containers", "args", "--n=$(replicas[chief])", "containers[0].args[1]"),
+        ("initContainers", "command", "$(replicas[chief])", "initContainers[0].command[2]"),
+        ("initContainers", "args", "$(replicas[chief])", "initContainers[0].args[1]"),
+    ],
+)
+def test_unresolved_variables_in_command_and_args_name_the_item(
+    manager: PluginManager, group: str, key: str, text: str, path: str
+) -> None:
+    doc = _example()
+    pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
+    pod_spec.setdefault(group, [{"name": "c", "image": "busybox"}])
+    pod_spec[group][0][key] = ["python", "t.py", text] if key == "command" else ["t.py", text]
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs[1].template.spec.{path}: cannot resolve $(replicas[chief])"
+    ]
+
+
+def test_unresolved_service_variables_say_when_the_job_has_no_service(
+    manager: PluginManager,
+) -> None:
+    doc = _example()
+    env = doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["env"]
+    env[3]["value"] = "$(service.port[web])"  # no such port
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs[0].template.spec.containers[0].env[3].value:"
+        " cannot resolve $(service.port[web])"
+    ]
+    del doc["spec"]["service"]
+    assert _problems(manager, doc)[:2] == [
+        "spec.replicaSpecs[0].template.spec.containers[0].env[2].value:"
+        " cannot resolve $(service.master[0].host) (the job has no spec.service)",
+        "spec.replicaSpecs[0].template.spec.containers[0].env[3].value:"
+        " cannot resolve $(service.port[web]) (the job has no spec.service)",
+    ]
+
+
+def test_repeated_service_port_names_are_refused(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["service"]["ports"] += [
+        {"name": "web", "port": 80},
+        {"name": "torch", "port": 2223},
+        {"name": "web", "port": 81},
+    ]
+    assert _problems(manager, doc) == [
+        "spec.service.ports: port name 'torch' is repeated",
+        "spec.service.ports: port name 'web' is repeated",
+    ]
+
+
+def test_kind_info(manager: PluginManager) -> None:
+    info = manager.kind_info("GenericJob")
+    assert (info.plural, info.short_names) == ("genericjobs", ("gj",))
+
+
+def test_variables_are_substituted_in_init_containers_and_args_too(
+    manager: PluginManager,
+) -> None:
+    doc = _example()
+    pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
+    pod_spec["containers"][0]["args"] = ["--rank=$(rank)", "--of=$(replicas[worker])"]
+    pod_spec["initContainers"] = [
+        {"name": "wait", "image": "busybox", "command": ["wait-for", "$(service.master[0].host)"]}
+    ]
+    job, _ = load_job(doc, manager)
+    pods = {o["metadata"]["name"]: o for o in render_job(job, manager) if o["kind"] == "Pod"}
+    pod = pods["generic-ddp-worker-2"]
+    assert pod["spec"]["containers"][0]["args"] == ["--rank=2", "--of=3"]
+    assert pod["spec"]["initContainers"][0]["command"] == ["wait-for", "generic-ddp-master-0"]
+
+
+@pytest.mark.parametrize(
+    ("rules", "found"),
+    [
+        ([{}], ["spec.successRules[1]: a rule must name at least one replica type"]),
+        ([{"chief": [0]}], ["spec.successRules[1].chief: no replica type 'chief' in the job"]),
+        (
+            [{"worker": [2, 3, -1]}],
+            [
+                "spec.successRules[1].worker[1]: index 3 is out of range: worker has 3 replicas",
+                "spec.successRules[1].worker[2]: index -1 is out of range: worker has 3 replicas",
+            ],
+        ),
+    ],
+)
+def test_finish_rule_problems_word_for_word(
+    manager: PluginManager, rules: list[dict[str, Any]], found: list[str]
+) -> None:
+    doc = _example()
+    doc["spec"]["successRules"] += rules
+    assert _problems(manager, doc) == found
+
+
+def test_a_replica_type_without_containers(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"] = []
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs[1].template.spec.containers: at least one container"
+    ]
+
+
+def test_no_service_hint_for_a_variable_that_is_no_service_one(manager: PluginManager) -> None:
+    doc = _example()
+    del doc["spec"]["service"]
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs["template"]["spec"]["containers"][0]["env"] = [{"name": "N", "value": "$(replicas[x])"}]
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs[{i}].template.spec.containers[0].env[0].value:"
+        " cannot resolve $(replicas[x])"
+        for i in range(2)
+    ]
+
+
+def test_a_port_keeps_its_protocol(manager: PluginManager) -> None:
+    ports = [{"name": "torch", "port": 2222, "protocol": "UDP"}]
+    for svc in _services(manager, ports):
+        assert svc["spec"]["ports"] == [
+            {"name": "torch", "port": 2222, "targetPort": 2222, "protocol": "UDP"}
+        ]
+
+
+def _verdict(manager: PluginManager, doc: dict[str, Any], **states: str) -> Any:
+    job, _ = load_job(doc, manager)
+    verdict = manager.hooks_for("GenericJob").compute_status(job, _states(**states))
+    return None if verdict is None else (verdict.outcome, verdict.reason, verdict.message)
+
+
+def test_verdicts_word_for_word(manager: PluginManager) -> None:
+    doc = _example()
+    ok = dict(master_0="Succeeded", worker_0="Running", worker_1="Running", worker_2="Running")
+    assert _verdict(manager, doc, **ok) == (
+        "Succeeded",
+        "SuccessRuleMatched",
+        "successRules[0] is fulfilled",
+    )
+    failed = {**ok, "master_0": "Failed", "worker_1": "Failed"}
+    assert _verdict(manager, doc, **failed) == (
+        "Failed",
+        "FailureRuleMatched",
+        "j-master-0 failed with exit code 1; j-worker-1 failed with exit code 1"
+        " (failureRules[0] is fulfilled)",
+    )
+    del doc["spec"]["successRules"], doc["spec"]["failureRules"]
+    assert _verdict(manager, doc, **{**ok, "worker_2": "Failed"}) == (
+        "Failed",
+        "ReplicaFailed",
+        "j-worker-2 failed with exit code 1",
+    )
+    done = {k: "Succeeded" for k in ok}
+    assert _verdict(manager, doc, **done) == ("Succeeded", "AllSucceeded", "all replicas succeeded")
+
+
+def test_every_replica_finished_without_a_rule_fulfilled(manager: PluginManager) -> None:
+    doc = _example()
+    doc["spec"]["successRules"] = [{"worker": [0, 1]}]
+    doc["spec"]["failureRules"] = [{"master": [0]}]
+    states = dict(master_0="Succeeded", worker_0="Succeeded", worker_1="Failed", worker_2="Failed")
+    assert _verdict(manager, doc, **states) == (
+        "Failed",
+        "NoRuleMatched",
+        "every replica finished but no success or failure rule is fulfilled",
+    )
+    assert _verdict(manager, doc, **{**states, "worker_2": "Running"}) is None
+
+
+def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
+    doc = _example()
+    master, worker = doc["spec"]["replicaSpecs"]
+    doc["spec"]["replicaSpecs"] = [master, worker, copy.deepcopy(master), copy.deepcopy(worker)]
+    assert _problems(manager, doc) == [
+        "spec.replicaSpecs: replica types must be unique; repeated: master, worker"
+    ]

@@ -12,7 +12,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import ElasticConfig, Job
 from t9kjobs.planner import Observed, plan
 from t9kjobs.plugins.pytorch.spec import PyTorchTrainingJobSpec
-from t9kjobs.plugins.pytorch.topology import replica_counts, split_by_weight
+from t9kjobs.plugins.pytorch.topology import replica_counts, split_by_weight, topology
 from tests.unit.plugins.pytorch.helpers import NOW, Obj, env_of, example, manifest, phase, replica
 
 MakeJob = Callable[[Any], Job]
@@ -29,6 +29,7 @@ MakeJob = Callable[[Any], Job]
         (7, [("a", 1), ("b", 2), ("c", 4)], {"a": 1, "b": 2, "c": 4}),
         (8, [("a", 1), ("b", 2), ("c", 4)], {"a": 1, "b": 2, "c": 5}),  # 1.14 / 2.29 / 4.57
         (0, [("a", 1), ("b", 1)], {"a": 0, "b": 0}),
+        (3, [("a", 0), ("b", 0)], {"a": 0, "b": 0}),  # no weight: nothing to share by
     ],
 )
 def test_split_by_weight(
@@ -141,3 +142,29 @@ def test_scaling_up_creates_the_missing_pods(manager: PluginManager, make_job: M
     assert all("--nnodes=4:10" in o["spec"]["containers"][0]["command"] for o in created)
     assert result.status.aggregate.running == 7
     assert result.status.aggregate.creating == 2
+
+
+@pytest.mark.parametrize(
+    ("replicas", "elastic", "min_available"),
+    [
+        ([replica("master", 1), replica("worker", 3)], {"minReplicas": 2, "maxReplicas": 5}, 3),
+        ([replica("worker", 3)], {"minReplicas": 2, "maxReplicas": 5}, 2),
+        ([replica("master", 1), replica("worker", 3)], {"enabled": False}, None),
+        ([replica("master", 1), replica("worker", 3)], None, None),
+    ],
+)
+def test_an_elastic_job_runs_with_its_minimum_plus_the_master(
+    make_job: MakeJob, replicas: list[Obj], elastic: Obj | None, min_available: int | None
+) -> None:
+    doc = manifest(*replicas)
+    if elastic is not None:
+        doc["spec"]["elastic"] = {"enabled": True, **elastic}
+    assert _spec(make_job, doc).lifecycle().min_available == min_available
+
+
+def test_a_pod_the_job_does_not_have(make_job: MakeJob) -> None:
+    job = make_job(manifest(replica("worker", 2)))
+    top = topology(job, job.spec_as(PyTorchTrainingJobSpec))
+    assert top.node("worker", 1).rank == 1
+    with pytest.raises(KeyError, match="no pod ps-0 in the job"):
+        top.node("ps", 0)

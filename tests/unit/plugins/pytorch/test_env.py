@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from t9kjobs.loading import parse_job
+from t9kjobs.manager import PluginManager
 from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
+from tests.unit.plugins.pytorch.test_validation import OPERATOR_ENV
 
 Render = Callable[[Obj], list[Obj]]
 
@@ -99,3 +102,30 @@ def test_gpu_request_counts_when_no_limit(render: Render) -> None:
     )
     envs = [env_of(p) for p in render(doc)]
     assert {e["WORLD_SIZE"] for e in envs} == {"4"}
+
+
+def test_a_torchrun_job_gets_every_reserved_variable(render: Render) -> None:
+    """The names validation refuses are exactly the names the operator sets."""
+    for pod in render(example("torchrun-gpu")):
+        assert sorted(env_of(pod)) == sorted(OPERATOR_ENV)
+
+
+def test_an_unknown_gpu_count_leaves_the_count_to_torchrun(manager: PluginManager) -> None:
+    """`procPerNode: gpu` without a GPU count is refused by validation; the hooks alone still
+    agree: torchrun counts the GPUs (`--nproc_per_node=gpu`) and no size is claimed."""
+    counted = container(args=["train.py"], resources={"limits": {"nvidia.com/gpu": 2}})
+    uncounted = container(args=["train.py"], resources={"limits": {"nvidia.com/gpu": "1.5"}})
+    doc = manifest(
+        replica("master", 1, counted),
+        replica("worker", 1, uncounted),
+        torchrunConfig={"enabled": True, "procPerNode": "gpu"},
+    )
+    job = parse_job(doc, manager)
+    hooks = manager.hooks_for(job.kind)
+    master, worker = hooks.build_pods(job)
+    envs = [env_of(master.manifest), env_of(worker.manifest)]
+    assert [e.get("LOCAL_WORLD_SIZE") for e in envs] == ["2", None]
+    assert [e["PET_NPROC_PER_NODE"] for e in envs] == ["2", "gpu"]
+    assert not any("WORLD_SIZE" in e for e in envs)  # the sum is unknown
+    lines = [hooks.build_launch_command(job, pod) or [] for pod in (master, worker)]
+    assert [line[2] for line in lines] == ["--nproc_per_node=2", "--nproc_per_node=gpu"]

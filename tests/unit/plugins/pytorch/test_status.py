@@ -205,3 +205,62 @@ def test_status_reports_the_tensorboard(manager: PluginManager, make_job: MakeJo
         "namespace": job.namespace,
         "uid": "tb-uid",
     }
+
+
+def _board_status(manager: PluginManager, job: Job, *children: Obj) -> Any:
+    result = plan(job, Observed.of(list(children)), NOW, manager.hooks_for(job.kind))
+    assert isinstance(result.status, PyTorchTrainingJobStatus)
+    board = result.status.tensorboard
+    return None if board is None else board.model_dump(exclude={"dependent"})
+
+
+def _board(*conditions: Obj) -> Obj:
+    return {
+        "apiVersion": "tensorstack.dev/v1beta1",
+        "kind": "TensorBoard",
+        "metadata": {"name": "torch-mnist-trainingjob", "uid": "tb-uid"},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def test_the_tensorboard_status_word_for_word(manager: PluginManager, make_job: MakeJob) -> None:
+    job = make_job(example("master-worker"))
+    assert _board_status(manager, job) == {
+        "name": "tensorboard",
+        "ready": False,
+        "reason": "NotFound",
+        "action": "Create",
+        "note": "the TensorBoard is created when the cluster serves tensorstack.dev/v1beta1",
+        "type": "Warning",
+    }
+    ready = {"type": "Ready", "status": "True"}
+    assert _board_status(manager, job, _board(ready)) == {
+        "name": "tensorboard",
+        "ready": True,
+        "reason": "Ready",
+        "action": "None",
+        "note": None,
+        "type": "Normal",
+    }
+    for conditions in (
+        [{"type": "Ready", "status": "False"}],
+        [{"type": "Synced", "status": "True"}],
+    ):
+        found = _board_status(manager, job, _board(*conditions))
+        assert (found["ready"], found["reason"]) == (False, "NotReady")
+    assert _board_status(manager, make_job(manifest(replica("worker", 1)))) is None
+
+
+def test_every_replica_failed_for_good_is_named(manager: PluginManager, make_job: MakeJob) -> None:
+    job = _job(make_job)
+    states = [
+        ReplicaState("master", 0, "job-master-0", "Running"),
+        ReplicaState("worker", 0, "job-worker-0", "Failed", 1, True),
+        ReplicaState("worker", 1, "job-worker-1", "Failed", 2, True),
+    ]
+    verdict = manager.hooks_for(job.kind).compute_status(job, states)
+    assert verdict is not None
+    assert (verdict.reason, verdict.message) == (
+        "ReplicaFailed",
+        "job-worker-0 failed with exit code 1; job-worker-1 failed with exit code 2",
+    )

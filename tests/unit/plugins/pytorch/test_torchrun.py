@@ -164,8 +164,26 @@ def test_c10d_store_is_hosted_by_the_master_pod_only(render: Render, example_nam
         (["--rdzv_conf=timeout=900"], "timeout=900,is_host=1", "timeout=900,is_host=0"),
         (["--rdzv-conf", "timeout=900"], "timeout=900,is_host=1", "timeout=900,is_host=0"),
         (["--rdzv_conf=is_host=0,timeout=9"], "is_host=0,timeout=9", "is_host=0,timeout=9"),
+        (["--rdzv_conf="], "is_host=1", "is_host=0"),
+        (
+            ["--role=x", "--rdzv_conf", "timeout=900", "--monitor_interval=5"],
+            "timeout=900,is_host=1",
+            "timeout=900,is_host=0",
+        ),
+        (
+            ["--rdzv_conf", "is_host=1,timeout=9", "--role=x"],
+            "is_host=1,timeout=9",
+            "is_host=1,timeout=9",
+        ),
     ],
-    ids=["merged", "two-item-form", "user-is-host-kept"],
+    ids=[
+        "merged",
+        "two-item-form",
+        "user-is-host-kept",
+        "empty-value",
+        "two-item-form-among-others",
+        "two-item-user-is-host-kept",
+    ],
 )
 def test_is_host_merges_into_the_users_rdzv_conf(
     render: Render, extra: list[str], master_conf: str, worker_conf: str
@@ -181,6 +199,33 @@ def test_is_host_merges_into_the_users_rdzv_conf(
         assert sum(option_name(a) == "rdzv_conf" for a in argv) == 1, argv
         parsed = torchrun_parser(dashes=True).parse_args(argv[1:])
         assert parsed.rdzv_conf == conf
+        assert parsed.role == ("x" if "--role=x" in extra else None)  # the others are kept
+
+
+def test_a_trailing_rdzv_conf_without_value_gets_the_generated_one_before_it(
+    render: Render,
+) -> None:
+    doc = manifest(
+        replica("master", 1, container(args=["train.py"])),
+        torchrunConfig={"enabled": True, "extraOptions": ["--role=x", "--rdzv_conf"]},
+    )
+    argv = command(render(doc)[0])
+    assert argv[-4:] == ["--rdzv_conf=is_host=1", "--role=x", "--rdzv_conf", "train.py"]
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [
+        ("--nproc-per-node=3", "nproc_per_node"),
+        ("--nproc_per_node", "nproc_per_node"),
+        ("--rdzv_conf=a=b", "rdzv_conf"),
+        ("--max-restarts=1=2", "max_restarts"),
+        ("-m", None),
+        ("train.py", None),
+    ],
+)
+def test_option_name_is_the_argparse_dest_of_a_long_option(option: str, name: str | None) -> None:
+    assert option_name(option) == name
 
 
 def test_other_rendezvous_backends_get_no_is_host(render: Render) -> None:

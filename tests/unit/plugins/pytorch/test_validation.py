@@ -47,15 +47,25 @@ def test_examples_are_clean(manager: PluginManager, name: str) -> None:
 
 
 def test_repeated_replica_types(manager: PluginManager) -> None:
-    found = problems(manager, manifest(replica("worker", 2), replica("worker", 1)))
-    assert [str(p) for p in found] == [
-        "spec.replicaSpecs: replica types must be unique; repeated: worker"
+    doc = manifest(replica("worker", 2), replica("ps", 1), replica("worker", 1), replica("ps"))
+    assert [str(p) for p in problems(manager, doc)] == [
+        "spec.replicaSpecs: replica types must be unique; repeated: ps, worker"
     ]
 
 
 def test_master_has_exactly_one_replica(manager: PluginManager) -> None:
-    found = by_path(problems(manager, manifest(replica("worker", 2), replica("master", 2))))
-    assert "replicaSpecs[1].replicas is 2" in found["spec.replicaSpecs"].message
+    found = problems(manager, manifest(replica("worker", 2), replica("master", 2)))
+    assert [str(p) for p in found] == [
+        "spec.replicaSpecs: replicaSpecs[1].replicas is 2: the master replica type must have"
+        " exactly 1 replica"
+    ]
+
+
+def test_an_empty_torchrun_config_is_off(manager: PluginManager) -> None:
+    job, warnings = load_job(manifest(replica("worker", 1), torchrunConfig={}), manager)
+    assert warnings == []
+    config = job.spec_as(PyTorchTrainingJobSpec).torchrun_config
+    assert config is not None and config.enabled is False
 
 
 def test_reserved_env_names_the_field(manager: PluginManager) -> None:
@@ -71,6 +81,39 @@ def test_reserved_env_names_the_field(manager: PluginManager) -> None:
     assert "WORLD_SIZE" in found[0].message
 
 
+# What the operator sets on every training container (docs/pytorch.md, "Environment"), spelled
+# out here rather than read from the code: a name renamed there must fail here.
+OPERATOR_ENV = [
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_WORLD_SIZE",
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PET_RDZV_BACKEND",
+    "PET_RDZV_ENDPOINT",
+    "PET_RDZV_ID",
+    "PET_RDZV_CONF",
+]
+
+
+@pytest.mark.parametrize("name", OPERATOR_ENV)
+def test_every_reserved_env_name_is_refused(manager: PluginManager, name: str) -> None:
+    env = [{"name": "OK", "value": "1"}, {"name": name, "value": "x"}]
+    found = problems(manager, manifest(replica("worker", 1, container(command=["p"], env=env))))
+    assert [(str(p), p.severity) for p in found] == [
+        (
+            f"spec.replicaSpecs[0].template.spec.containers[0].env[1]: {name} is set by the"
+            " operator on the training container; remove it",
+            "error",
+        )
+    ]
+
+
 def test_secret_sourced_reserved_env_is_refused_too(manager: PluginManager) -> None:
     ref = {"secretKeyRef": {"name": "s", "key": "k"}}
     own = container(command=["python"], env=[{"name": "PET_RDZV_ID", "valueFrom": ref}])
@@ -80,16 +123,43 @@ def test_secret_sourced_reserved_env_is_refused_too(manager: PluginManager) -> N
 
 def test_gpu_procs_without_gpus(manager: PluginManager) -> None:
     found = problems(manager, gpu_job(procPerNode="gpu"))
-    assert [p.path for p in found] == [
-        "spec.replicaSpecs[0].template.spec.containers[0].resources.limits"
+    assert [str(p) for p in found] == [
+        "spec.replicaSpecs[0].template.spec.containers[0].resources.limits:"
+        " spec.torchrunConfig.procPerNode is 'gpu' but the training container sets no"
+        " positive whole-number nvidia.com/gpu limit or request"
     ]
-    assert "nvidia.com/gpu" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("resources", "known"),
+    [
+        ({"limits": {"nvidia.com/gpu": 2}}, True),
+        ({"limits": {"nvidia.com/gpu": "2"}}, True),
+        ({"requests": {"nvidia.com/gpu": "2"}}, True),
+        ({"limits": {"cpu": "2"}, "requests": {"nvidia.com/gpu": 1}}, True),
+        ({"limits": {"nvidia.com/gpu": "1.5"}, "requests": {"nvidia.com/gpu": 1}}, False),
+        ({"limits": {"nvidia.com/gpu": 0}}, False),  # no process runs on no GPU
+        ({"limits": {"nvidia.com/gpu": "\u0662"}}, False),  # a digit, but not an ASCII one
+        ({"limits": {"amd.com/gpu": 2}}, False),
+        ({}, False),
+    ],
+)
+def test_gpu_procs_need_a_positive_whole_gpu_count(
+    manager: PluginManager, resources: Obj, known: bool
+) -> None:
+    doc = gpu_job(procPerNode="gpu")
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = resources
+    found = [p.path for p in problems(manager, doc)]
+    assert found == (
+        [] if known else ["spec.replicaSpecs[0].template.spec.containers[0].resources.limits"]
+    )
 
 
 @pytest.mark.parametrize("value", ["auto", "0", "-1", "1.5", "", 0, -2])
 def test_proc_per_node_must_be_a_number_or_gpu(manager: PluginManager, value: Any) -> None:
     found = problems(manager, gpu_job(procPerNode=value))
     assert [p.path for p in found] == ["spec.torchrunConfig.procPerNode"]
+    assert f"procPerNode must be a positive number or 'gpu', got {value!r}" in found[0].message
 
 
 @pytest.mark.parametrize("value", ["4", 4, "gpu"])
@@ -112,9 +182,13 @@ def test_torchrun_ignores_the_command_with_a_warning(manager: PluginManager) -> 
 
 def test_torchrun_needs_args(manager: PluginManager) -> None:
     doc = manifest(replica("worker", 1), torchrunConfig={"enabled": True})
-    found = by_path(problems(manager, doc))
-    assert found["spec.replicaSpecs[0].template.spec.containers[0].args"].severity == "error"
-    assert found["spec.replicaSpecs[0].template.spec.containers[0].command"].severity == "warning"
+    c = "spec.replicaSpecs[0].template.spec.containers[0]"
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: {c}.command: ignored: with spec.torchrunConfig.enabled the container runs"
+        " `torchrun <options> <args...>`",
+        f"{c}.args: torchrun needs the training script (and its arguments) in args: the command"
+        " is ignored with spec.torchrunConfig.enabled",
+    ]
 
 
 def test_extra_options_overriding_generated_ones_warn(manager: PluginManager) -> None:
@@ -123,6 +197,52 @@ def test_extra_options_overriding_generated_ones_warn(manager: PluginManager) ->
         ("spec.torchrunConfig.extraOptions[1]", "warning")
     ]
     assert "--nproc_per_node" in found[0].message
+
+
+# The options the operator writes on every torchrun line (docs/pytorch.md), spelled out.
+GENERATED_TORCHRUN_OPTIONS = [
+    "nnodes",
+    "nproc_per_node",
+    "rdzv_backend",
+    "rdzv_endpoint",
+    "rdzv_id",
+    "max_restarts",
+    "node_rank",
+]
+
+
+@pytest.mark.parametrize("name", GENERATED_TORCHRUN_OPTIONS)
+@pytest.mark.parametrize("form", ["--{}=1", "--{}"], ids=["one-item", "two-item"])
+@pytest.mark.parametrize("dashes", [False, True], ids=["underscores", "dashes"])
+def test_every_generated_torchrun_option_overridden_warns(
+    manager: PluginManager, name: str, form: str, dashes: bool
+) -> None:
+    option = form.format(name.replace("_", "-") if dashes else name)
+    extra = ["--monitor_interval=5", option, "1"]
+    found = problems(manager, gpu_job(extraOptions=extra))
+    assert [(str(p), p.severity) for p in found] == [
+        (
+            f"warning: spec.torchrunConfig.extraOptions[1]: overrides the generated --{name}",
+            "warning",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--rdzv_conf=timeout=9"], ["--role", "trainer"], ["--monitor-interval=1"], ["-m"]],
+)
+def test_extra_options_the_operator_does_not_generate_are_fine(
+    manager: PluginManager, extra: list[str]
+) -> None:
+    assert problems(manager, gpu_job(extraOptions=extra)) == []
+
+
+def test_extra_options_are_not_checked_without_torchrun(manager: PluginManager) -> None:
+    doc = manifest(
+        replica("worker", 1), torchrunConfig={"enabled": False, "extraOptions": ["--nnodes=3"]}
+    )
+    assert problems(manager, doc) == []
 
 
 def test_run_mode_overrides_name_existing_types(manager: PluginManager) -> None:
@@ -139,6 +259,8 @@ def test_run_mode_overrides_name_existing_types(manager: PluginManager) -> None:
         ({"enabled": True, "minReplicas": 4, "maxReplicas": 10, "expectedReplicas": 11}, "<= max"),
         ({"enabled": True, "minReplicas": 4, "maxReplicas": 10, "expectedReplicas": 3}, ">= min"),
         ({"enabled": True, "maxReplicas": 10}, "needs minReplicas and maxReplicas"),
+        ({"enabled": True, "minReplicas": 1}, "needs minReplicas and maxReplicas"),
+        ({"enable": True}, "needs minReplicas and maxReplicas"),
         ({"enabled": True, "minReplicas": 5, "maxReplicas": 4}, "must be <= maxReplicas (4)"),
     ],
 )
@@ -155,15 +277,20 @@ def test_elastic_without_torchrun_warns(manager: PluginManager) -> None:
     doc = manifest(
         replica("worker", 2), elastic={"enable": True, "minReplicas": 1, "maxReplicas": 3}
     )
-    found = problems(manager, doc)
-    assert [(p.path, p.severity) for p in found] == [("spec.elastic.enabled", "warning")]
+    assert [str(p) for p in problems(manager, doc)] == [
+        "warning: spec.elastic.enabled: elastic training without spec.torchrunConfig.enabled:"
+        " the pods scale, but the training program must handle membership changes itself (e.g."
+        " run torchrun, which reads the PET_* variables)"
+    ]
 
 
 def test_a_job_needs_replicas_and_containers(manager: PluginManager) -> None:
     empty = replica("worker", 0)
     empty["template"] = {}
-    found = by_path(problems(manager, manifest(empty)))
-    assert set(found) == {"spec.replicaSpecs", "spec.replicaSpecs[0].template.spec.containers"}
+    assert [str(p) for p in problems(manager, manifest(empty))] == [
+        "spec.replicaSpecs[0].template.spec.containers: at least one container",
+        "spec.replicaSpecs: the job has no replicas",
+    ]
 
 
 def test_restart_policy_is_a_string_defaulting_to_never(manager: PluginManager) -> None:

@@ -65,6 +65,8 @@ def test_a_pod_group_owned_by_the_job_and_pods_that_join_it(manager: PluginManag
         labels = pod["metadata"]["labels"]
         assert labels["scheduler.tensorstack.dev/group-name"] == "generic-ddp"
         assert labels["scheduler.tensorstack.dev/queue"] == "team-a"
+        assert labels["tensorstack.dev/owner-name"] == "generic-ddp"  # the pod's own stay
+        assert labels["tensorstack.dev/replica-type"] in ("master", "worker")
     # The PodGroup exists before its pods: a gang scheduler must know the group first.
     kinds = [o["kind"] for o in p.create]
     assert kinds.index("PodGroup") < kinds.index("Pod")
