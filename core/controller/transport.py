@@ -121,8 +121,10 @@ class Transport:
         self._on_request = on_request
         self.impersonate: str | None = None
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "t9k-jobs-operator"}
+    def _headers(
+        self, content_type: str | None, accept: str = "application/json"
+    ) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": "t9k-jobs-operator"}
         if content_type:
             headers["Content-Type"] = content_type
         token = self._cfg.get_api_key_with_prefix(
@@ -147,15 +149,17 @@ class Transport:
         body: Obj | None = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        accept: str = "application/json",
     ) -> Obj:
-        """One API call; the decoded JSON answer, or ApiError for a status >= 400."""
+        """One API call; the decoded JSON answer, or ApiError for a status >= 400. `accept`
+        may ask for another form of the answer (a Table: `application/json;as=Table;...`)."""
         self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
         response = self._pool.request(
             method,
             self._url(path, query),
             body=data,
-            headers=self._headers(content_type if data is not None else None),
+            headers=self._headers(content_type if data is not None else None, accept),
             timeout=urllib3.Timeout(connect=10.0, read=timeout),
             retries=False,
         )
