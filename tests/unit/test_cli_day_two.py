@@ -142,13 +142,13 @@ def _facts(**over: Any) -> dict[str, Any]:
                 "restarts": 1,
                 "failedOrRestarted": [
                     {
-                        "replica": "worker-0",
-                        "pod": "broken-worker-0",
+                        "replica": "worker-1",
+                        "pod": "broken-worker-1",
                         "phase": "Failed",
-                        "restarts": 1,
-                        "container": "trainer",
-                        "exitCode": 3,
-                        "reason": "Error",
+                        "restarts": 2,
+                        "container": "pytorch",
+                        "exitCode": 137,
+                        "reason": "OOMKilled",
                         "lastLogLines": ["x" * 200, "ValueError: nan"],
                     }
                 ],
@@ -186,7 +186,7 @@ def test_describe_text_fits_80_columns_and_says_everything() -> None:
     assert lines[3] == "Phase:      Failed for 2m5s"
     assert "Started:    2026-01-01T11:00:01Z (ran 57m)" in lines
     assert "  Failed         True    ReplicaFailed           2m5s" in lines
-    assert "  worker-0: Failed, exit code 3, Error, container trainer, 1 restart(s)" in lines
+    assert "  worker-1: Failed, exit code 137, OOMKilled, container pytorch, 2 restart(s)" in lines
     assert "    | " + "x" * 73 + "…" in lines
     assert "    | ValueError: nan" in lines
     assert lines[lines.index("Launch commands:") + 1].startswith(
