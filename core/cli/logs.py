@@ -81,8 +81,14 @@ class _Logs:
         names += [p["metadata"]["name"] for p in self.reader.pods(self.ref)]
         return {replica_id(self.ref.name, n): n for n in sorted(set(names))}
 
-    def resolve(self, wanted: str | None) -> tuple[str, str]:
+    def resolve(self, wanted: str | None, wait: bool = False) -> tuple[str, str]:
+        """The replica id and pod name `wanted` names (the deciding replica for None); with
+        `wait`, a job the operator has not started yet is waited for."""
         known = self.replicas()
+        while not known and wait:
+            time.sleep(_POLL)
+            self.job = self.reader.job(self.ref)
+            known = self.replicas()
         if not known:
             raise CliError(f"{self.ref} has no replicas yet: is the operator running?")
         if wanted is None:
@@ -258,7 +264,7 @@ def _cmd_logs(args: argparse.Namespace, manager: PluginManager) -> int:
             if args.replica:
                 raise CliError("give a REPLICA or --all, not both")
             return logs.follow_all() if args.follow else logs.print_all()
-        replica, pod_name = logs.resolve(args.replica)
+        replica, pod_name = logs.resolve(args.replica, wait=args.follow)
         if not args.follow:
             return logs.print_once(replica, pod_name)
         logs.follow(replica, pod_name, lambda text: print(text, flush=True))
