@@ -231,6 +231,7 @@ class _Logs:
                 lines.put(exc)
 
         while True:
+            self.job = self.reader.job(self.ref)  # replicas may have come since
             for replica, pod_name in self.replicas().items():
                 if replica not in threads:  # one at the start, or a replica scaled up
                     threads[replica] = threading.Thread(
@@ -246,10 +247,9 @@ class _Logs:
                 if isinstance(item, BaseException):
                     raise item
                 print(item, flush=True)
-            if all(not t.is_alive() for t in threads.values()) and lines.empty():
-                self.job = self.reader.job(self.ref)
-                if _finished(self.job):
-                    return 0
+            idle = all(not t.is_alive() for t in threads.values()) and lines.empty()
+            if idle and _finished(self.reader.job(self.ref)):
+                return 0
 
 
 def _exited(pod: Obj) -> bool:
