@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shlex
 import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from argcomplete.io import warn
@@ -21,7 +26,13 @@ from t9kjobs.cli.cluster import CliError, ClusterReader, JobRef, find_kind, repl
 from t9kjobs.controller.resources import job_resource
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 
-__all__ = ["EXECUTABLES", "add_completion_parser", "complete_job", "complete_replica"]
+__all__ = [
+    "EXECUTABLES",
+    "add_completion_parser",
+    "complete_job",
+    "complete_replica",
+    "kubectl_complete",
+]
 
 # The names the scripts register: the command and its kubectl plugin form.
 EXECUTABLES = ("t9kjobs", "kubectl-t9k")
@@ -87,3 +98,34 @@ def add_completion_parser(sub: argparse._SubParsersAction[argparse.ArgumentParse
     )
     p.add_argument("shell", choices=("bash", "zsh"))
     p.set_defaults(func=_cmd_completion)
+
+
+def kubectl_complete(main: Callable[[], int], argv: Sequence[str] | None = None) -> int:
+    """`kubectl_complete-t9k ARGS... WORD`: what kubectl (1.26 and later) runs to complete
+    `kubectl t9k ARGS... WORD`. It asks `main` through argcomplete's own protocol (the
+    environment a completing shell sets) and answers as kubectl expects: one completion a line,
+    then `:4` (no file completion)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    line = " ".join(["kubectl-t9k", *(shlex.quote(w) for w in words[:-1]), *words[-1:]])
+    if not words or words[-1] == "":
+        line += " "
+    with tempfile.TemporaryDirectory() as tmp:
+        answer = Path(tmp) / "completions"
+        os.environ.update(
+            {
+                "_ARGCOMPLETE": "1",
+                "_ARGCOMPLETE_SHELL": "bash",
+                "_ARGCOMPLETE_IFS": "\n",
+                "_ARGCOMPLETE_STDOUT_FILENAME": str(answer),
+                "COMP_LINE": line,
+                "COMP_POINT": str(len(line)),
+            }
+        )
+        with contextlib.suppress(SystemExit):
+            main()
+        found = answer.read_text().split("\n") if answer.exists() else []
+    for word in found:
+        if word.strip():
+            print(word.strip())
+    print(":4")
+    return 0

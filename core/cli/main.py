@@ -17,7 +17,7 @@ import argcomplete
 import yaml
 
 from t9kjobs.cli.cluster import CliError
-from t9kjobs.cli.completion import add_completion_parser
+from t9kjobs.cli.completion import add_completion_parser, kubectl_complete
 from t9kjobs.cli.crds import add_crds_parser
 from t9kjobs.cli.describe import add_describe_parser
 from t9kjobs.cli.logs import add_logs_parser
@@ -27,7 +27,7 @@ from t9kjobs.loading import JobError, load_documents, load_job
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.render import render_job
 
-__all__ = ["kubectl_plugin", "main"]
+__all__ = ["kubectl_plugin", "kubectl_plugin_completion", "main"]
 
 
 def _read(path: str) -> str:
@@ -133,7 +133,8 @@ def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
     parser = _parser(prog)
-    argcomplete.autocomplete(parser)  # answers a completing shell, and exits, when asked
+    # Answers a completing shell, and exits (by SystemExit: kubectl_complete reads the answer).
+    argcomplete.autocomplete(parser, exit_method=sys.exit)
     args = parser.parse_args(argv)
     if args.command is None and not args.version:
         parser.error("a COMMAND is required (or --version)")
@@ -160,6 +161,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
 def kubectl_plugin() -> int:
     """`kubectl-t9k`: the same commands, named as kubectl runs them (`kubectl t9k ...`)."""
     return main(prog="kubectl t9k")
+
+
+def kubectl_plugin_completion() -> int:
+    """`kubectl_complete-t9k`: kubectl's completion of `kubectl t9k ...` asks it."""
+    return kubectl_complete(kubectl_plugin)
 
 
 if __name__ == "__main__":

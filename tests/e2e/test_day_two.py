@@ -238,7 +238,7 @@ def _complete(cluster: Cluster, line: str, tmp_path: Path) -> list[str]:
         "COMP_POINT": str(len(line)),
     }
     subprocess.run([str(VENV_BIN / "t9kjobs")], env=env, timeout=60, check=False)
-    return sorted(out.read_text().split("\n")) if out.exists() else []
+    return sorted(w.strip() for w in out.read_text().split("\n")) if out.exists() else []
 
 
 def test_completion_offers_kinds_jobs_and_replicas(
@@ -255,6 +255,14 @@ def test_completion_offers_kinds_jobs_and_replicas(
         "worker-0",
         "worker-1",
     ]
+    # kubectl's own completion of `kubectl t9k ...` runs kubectl_complete-t9k from the PATH.
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '')}"
+    words = ["__complete", "t9k", "logs", "-n", jobs, "gj/st"]
+    answer = subprocess.run(
+        [str(cluster.kubectl_path), *words], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert answer.stdout.splitlines()[:2] == ["gj/steady", ":4"], answer.stdout + answer.stderr
 
 
 def test_scale_tells_the_truth(cluster: Cluster, namespace: str, operator: OperatorProcess) -> None:

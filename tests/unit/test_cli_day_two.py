@@ -5,8 +5,11 @@ and tests/real/test_day_two.py."""
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import types
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -250,3 +253,16 @@ def test_kinds_complete_without_a_cluster() -> None:
     assert complete_job("p", parsed) == ["ptj/", "pytorchtrainingjob/", "pytorchtrainingjobs/"]
     # With a kind typed, the jobs come from the cluster; without one, nothing (and no traceback).
     assert complete_job("gj/", parsed) == []
+
+
+def test_kubectl_completion_of_the_plugin_answers_in_kubectl_s_format() -> None:
+    """kubectl runs `kubectl_complete-t9k ARGS... WORD` to complete `kubectl t9k ...`."""
+    script = str(Path(sys.executable).parent / "kubectl_complete-t9k")
+
+    def complete(*words: str) -> list[str]:
+        run = subprocess.run([script, *words], capture_output=True, text=True, timeout=60)
+        return run.stdout.splitlines()
+
+    assert complete("describe", "c") == ["caij/", "colossalaijob/", "colossalaijobs/", ":4"]
+    assert complete("lo") == ["logs", ":4"]
+    assert complete("logs", "--ta") == ["--tail", ":4"]
