@@ -20,7 +20,8 @@ from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import JobError, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
-from t9kjobs.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, DesiredPod, Obj
+from t9kjobs.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, DesiredPod, Obj, find_container
+from t9kjobs.planner.desired import desired_pods
 
 __all__ = [
     "DECIDING",
@@ -29,8 +30,10 @@ __all__ = [
     "JobRef",
     "add_cluster_arguments",
     "deciding_replica",
+    "event_time",
     "find_kind",
     "replica_id",
+    "training_container",
 ]
 
 # In this order, the first replica a job has decides its outcome (or runs its launcher).
@@ -177,13 +180,25 @@ class ClusterReader:
             return parse_job(raw, self.manager)
         return None
 
-    def desired_pods(self, job: Job) -> list[DesiredPod]:
-        """The pods the job's plugin builds (which container trains, each pod's command)."""
-        # Imported here: the planner's pure engine, used only to rebuild what the operator built.
-        from t9kjobs.planner.desired import desired_pods
-
+    def desired_pods(self, raw: Obj) -> dict[str, DesiredPod]:
+        """The pods the job's plugin builds, by name (which container trains, each pod's
+        command), as the operator built them; none when the spec no longer validates."""
+        job = self.parsed(raw)
+        if job is None:
+            return {}
         hooks = self.manager.hooks_for(job.kind)
-        return desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+        pods = desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+        return {pod.name: pod for pod in pods}
+
+
+def training_container(desired: dict[str, DesiredPod], name: str, pod: Obj | None) -> str | None:
+    """The container of pod `name` that trains: the one its plugin names, else its first."""
+    known = desired.get(name)
+    if known is not None and known.training_container:
+        return known.training_container
+    source = pod or (known.manifest if known is not None else None)
+    found = find_container(source, None) if source is not None else None
+    return str(found["name"]) if found is not None else None
 
 
 def event_time(event: Obj) -> str:

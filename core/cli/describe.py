@@ -28,13 +28,14 @@ from t9kjobs.cli.cluster import (
     deciding_replica,
     event_time,
     replica_id,
+    training_container,
 )
 from t9kjobs.cli.completion import complete_job
 from t9kjobs.cli.progress import ANNOTATION_PROGRESS_PATTERN, find_progress
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
-from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, DesiredPod, Obj, find_container
+from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container
 from t9kjobs.planner.conditions import parse_time
 
 __all__ = ["add_describe_parser", "describe", "render"]
@@ -122,17 +123,10 @@ class _Describer:
         self.status: Obj = self.raw.get("status") or {}
         self.job: Job | None = reader.parsed(self.raw)
         self.pods = {p["metadata"]["name"]: p for p in reader.pods(ref)}
-        self.desired: dict[str, DesiredPod] = {}
-        if self.job is not None:
-            self.desired = {d.name: d for d in reader.desired_pods(self.job)}
+        self.desired = reader.desired_pods(self.raw)
 
     def _training_container(self, pod_name: str) -> str | None:
-        desired = self.desired.get(pod_name)
-        if desired is not None and desired.training_container:
-            return desired.training_container
-        pod = self.pods.get(pod_name) or (desired.manifest if desired else None)
-        found = find_container(pod, None) if pod else None
-        return str(found["name"]) if found else None
+        return training_container(self.desired, pod_name, self.pods.get(pod_name))
 
     def _log_tail(self, pod_name: str, lines: int) -> tuple[list[str], str | None]:
         """The last lines of the pod's training container, or why there are none."""

@@ -30,11 +30,12 @@ from t9kjobs.cli.cluster import (
     add_cluster_arguments,
     deciding_replica,
     replica_id,
+    training_container,
 )
 from t9kjobs.cli.completion import complete_job, complete_replica
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
-from t9kjobs.objects import ANNOTATION_INCARNATION, Obj, find_container
+from t9kjobs.objects import ANNOTATION_INCARNATION, Obj
 
 __all__ = ["add_logs_parser", "parse_duration"]
 
@@ -64,10 +65,7 @@ class _Logs:
         self.ref = ref
         self.args = args
         self.job = reader.job(ref)
-        parsed = reader.parsed(self.job)
-        self.training = (
-            {d.name: d.training_container for d in reader.desired_pods(parsed)} if parsed else {}
-        )
+        self.desired = reader.desired_pods(self.job)
 
     # -- replicas ------------------------------------------------------------------------
 
@@ -106,10 +104,7 @@ class _Logs:
     def container(self, pod_name: str, pod: Obj | None) -> str | None:
         if self.args.container:
             return str(self.args.container)
-        if self.training.get(pod_name):
-            return self.training[pod_name]
-        found = find_container(pod, None) if pod else None
-        return str(found["name"]) if found else None
+        return training_container(self.desired, pod_name, pod)
 
     def gone(self, replica: str) -> str:
         """Why a replica has no pod, in words."""
