@@ -187,7 +187,10 @@ class ClusterReader:
         if job is None:
             return {}
         hooks = self.manager.hooks_for(job.kind)
-        pods = desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+        try:
+            pods = desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+        except Exception:  # a plugin that cannot build this job: describe goes on without
+            return {}
         return {pod.name: pod for pod in pods}
 
 
