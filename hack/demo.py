@@ -144,14 +144,11 @@ def progress(kubectl: Kubectl) -> list[dict[str, Any]]:
     return sorted(jobs, key=lambda j: (j["kind"], j["metadata"]["name"]))
 
 
-def print_table(jobs: list[dict[str, Any]], elapsed: float) -> None:
+def print_table(kubectl: Kubectl, elapsed: float) -> None:
+    """`kubectl get t9k`: phase, replicas running/desired, restarts, reason, age."""
     print(f"--- {elapsed:5.1f}s")
-    for job in jobs:
-        status = job.get("status") or {}
-        agg = status.get("aggregate") or {}
-        counts = " ".join(f"{k}={v}" for k, v in agg.items() if v)
-        name = f"{job['kind']}/{job['metadata']['name']}"
-        print(f"    {name:45} {status.get('phase') or '-':10} {counts}")
+    for line in kubectl("get", "t9k", "-n", NAMESPACE).splitlines():
+        print(f"    {line}")
 
 
 def run(kubectl: Kubectl, env: dict[str, str], log_path: Path, real: bool) -> bool:
@@ -190,7 +187,7 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path, real: bool) -> bo
         started = time.monotonic()
         while True:
             jobs = progress(kubectl)
-            print_table(jobs, time.monotonic() - started)
+            print_table(kubectl, time.monotonic() - started)
             done = [
                 j for j in jobs if (j.get("status") or {}).get("phase") in ("Succeeded", "Failed")
             ]

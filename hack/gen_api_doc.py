@@ -87,6 +87,7 @@ def render_columns(crds: Sequence[Crd]) -> str:
         columns = [
             f"`{c['name'].upper()}` (`{c['jsonPath']}`"
             + (f": {c['description'].rstrip('.')}" if c.get("description") else "")
+            + (", `-o wide` only" if c.get("priority") else "")
             + ")"
             for c in _version(crd).get("additionalPrinterColumns") or []
         ]

@@ -1,4 +1,6 @@
-"""`t9kjobs`: render, validate, plugins (and more subcommands as the operator grows).
+"""`t9kjobs`: render, validate, plugins, crds, operator, and for jobs on a cluster describe and
+logs; `--version`, shell completion (`completion`). Installed as `kubectl-t9k` too, so that
+`kubectl t9k describe ...` runs it as a kubectl plugin.
 
 Every user error ends as a clear message on stderr and a non-zero exit, never a traceback.
 """
@@ -11,15 +13,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import argcomplete
 import yaml
 
+from t9kjobs.cli.cluster import CliError
+from t9kjobs.cli.completion import add_completion_parser, kubectl_complete
 from t9kjobs.cli.crds import add_crds_parser
+from t9kjobs.cli.describe import add_describe_parser
+from t9kjobs.cli.logs import add_logs_parser
 from t9kjobs.cli.operator import add_operator_parser
+from t9kjobs.cli.version import version_text
 from t9kjobs.loading import JobError, load_documents, load_job
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.render import render_job
 
-__all__ = ["main"]
+__all__ = ["kubectl_plugin", "kubectl_plugin_completion", "main"]
 
 
 def _read(path: str) -> str:
@@ -83,9 +91,9 @@ def _cmd_render(args: argparse.Namespace, manager: PluginManager) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="t9kjobs",
+        prog=prog,
         description="Distributed training jobs on Kubernetes: DeepSpeedJob, ColossalAIJob,"
         " PyTorchTrainingJob, GenericJob and the kinds of installed plugins.",
     )
@@ -96,7 +104,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="do not load the plugin NAME (repeatable; also T9KJOBS_BLOCK_PLUGINS=a,b)",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="print the version of t9kjobs and of every plugin it loads, then exit",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("render", help="print every object the operator would create for a job")
     p.add_argument("file", help="job manifest (YAML; - for stdin)")
@@ -112,23 +125,47 @@ def _parser() -> argparse.ArgumentParser:
 
     add_operator_parser(sub)
     add_crds_parser(sub)
+    add_describe_parser(sub)
+    add_logs_parser(sub)
+    add_completion_parser(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
+    parser = _parser(prog)
+    # Answers a completing shell, and exits (by SystemExit: kubectl_complete reads the answer).
+    argcomplete.autocomplete(parser, exit_method=sys.exit)
+    args = parser.parse_args(argv)
+    if args.command is None and not args.version:
+        parser.error("a COMMAND is required (or --version)")
     try:
         manager = load_plugins(args.block_plugin)
+        if args.version:
+            print(version_text(manager), end="")
+            return 0
         return int(args.func(args, manager))
     except PluginError as exc:
         print(f"t9kjobs: plugin error: {exc}", file=sys.stderr)
         return 2
+    except CliError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
     except JobError as exc:
         if exc.__cause__ is not None and isinstance(exc.__cause__, OSError):
             print(f"t9kjobs: {exc.__cause__}", file=sys.stderr)
         for p in exc.problems:
             print(f"{getattr(args, 'file', '')}: {p}".lstrip(": "), file=sys.stderr)
         return 1
+
+
+def kubectl_plugin() -> int:
+    """`kubectl-t9k`: the same commands, named as kubectl runs them (`kubectl t9k ...`)."""
+    return main(prog="kubectl t9k")
+
+
+def kubectl_plugin_completion() -> int:
+    """`kubectl_complete-t9k`: kubectl's completion of `kubectl t9k ...` asks it."""
+    return kubectl_complete(kubectl_plugin)
 
 
 if __name__ == "__main__":

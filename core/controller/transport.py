@@ -19,7 +19,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-__all__ = ["ApiError", "RateLimiter", "Transport", "load_configuration"]
+__all__ = ["ApiError", "RateLimiter", "Transport", "default_namespace", "load_configuration"]
 
 Obj = dict[str, Any]
 
@@ -45,6 +45,23 @@ def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuratio
     else:
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     return cfg
+
+
+_POD_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def default_namespace(kubeconfig: str | None = None) -> str:
+    """The namespace of the kubeconfig's current context, else the pod's own (in a cluster),
+    else `default`: what kubectl uses when no --namespace is given."""
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if kubeconfig or os.path.exists(path):
+        _, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        return str(((current or {}).get("context") or {}).get("namespace") or "default")
+    try:
+        with open(_POD_NAMESPACE) as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
 
 
 class RateLimiter:
@@ -104,8 +121,10 @@ class Transport:
         self._on_request = on_request
         self.impersonate: str | None = None
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "t9k-jobs-operator"}
+    def _headers(
+        self, content_type: str | None, accept: str = "application/json"
+    ) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": "t9k-jobs-operator"}
         if content_type:
             headers["Content-Type"] = content_type
         token = self._cfg.get_api_key_with_prefix(
@@ -130,15 +149,17 @@ class Transport:
         body: Obj | None = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        accept: str = "application/json",
     ) -> Obj:
-        """One API call; the decoded JSON answer, or ApiError for a status >= 400."""
+        """One API call; the decoded JSON answer, or ApiError for a status >= 400. `accept`
+        may ask for another form of the answer (a Table: `application/json;as=Table;...`)."""
         self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
         response = self._pool.request(
             method,
             self._url(path, query),
             body=data,
-            headers=self._headers(content_type if data is not None else None),
+            headers=self._headers(content_type if data is not None else None, accept),
             timeout=urllib3.Timeout(connect=10.0, read=timeout),
             retries=False,
         )
@@ -154,6 +175,15 @@ class Transport:
 
     def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
         """A watch: one decoded event per line until the server closes it or `timeout`."""
+        for line in self.lines(path, query, timeout, verb="WATCH"):
+            if line.strip():
+                yield json.loads(line)
+
+    def lines(
+        self, path: str, query: dict[str, Any], timeout: float, verb: str = "GET"
+    ) -> Iterator[bytes]:
+        """The answer's lines as they arrive (a watch, a followed log), without their newline;
+        a last line without one too. ApiError for a status >= 400."""
         self.limiter.acquire()
         response = self._pool.request(
             "GET",
@@ -164,16 +194,22 @@ class Transport:
             retries=False,
         )
         if self._on_request is not None:
-            self._on_request("WATCH", path, response.status)
+            self._on_request(verb, path, response.status)
         try:
             if response.status >= 400:
-                raise ApiError(response.status, response.data.decode(errors="replace"))
+                data = response.data
+                try:
+                    body: Obj | str = json.loads(data)
+                except ValueError:
+                    body = data.decode(errors="replace")
+                raise ApiError(response.status, body)
             buffer = b""
             for chunk in response.stream(65536, decode_content=True):
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield json.loads(line)
+                    yield line
+            if buffer:
+                yield buffer
         finally:
             response.release_conn()

@@ -22,13 +22,16 @@ schema is the spec and status models' JSON schema made *structural*, as the API 
   copied as they are; a list a rule iterates or compares gets `maxItems` (`RULE_LIST_MAX_ITEMS`)
   when its model sets none, so that the rule's estimated cost stays within the server's budget;
 * a `default` kept only when it validates against its own node (the server refuses the CRD
-  otherwise).
+  otherwise);
+* every enum's values and every default said in the field's description, where it does not
+  already say them, for `kubectl explain`.
 
 No I/O here: the command line writes the files.
 
 The parts: `_aliases` (pydantic's JSON schema with every alias spelling), `_convert` (JSON schema
 to structural OpenAPI), `_keywords` (keyword tables, key order), `_rules` (CEL list bounds),
-`_defaults` (default vetting), `_assemble` (the CRD and its file), `_common` (shared names).
+`_defaults` (default vetting), `_explain` (enum and default sentences), `_assemble` (the CRD,
+its printer columns and subresources, and its file), `_common` (shared names).
 """
 
 from t9kjobs.crds._assemble import crd_filename, crd_for, crd_yaml, crds

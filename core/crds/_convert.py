@@ -3,7 +3,8 @@
 `$ref`s inlined, unions written as `nullable`, `x-kubernetes-int-or-string` or a typeless node,
 dicts as `additionalProperties` or `x-kubernetes-preserve-unknown-fields`; each node then gets
 its CEL list bounds (`_rules`), its default vetted (`_defaults`) and its keys ordered
-(`_keywords`). The package docstring lists every rule.
+(`_keywords`), its enum and default said in its description (`_explain`). The package
+docstring lists every rule.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 from t9kjobs.crds._aliases import _json_schema
 from t9kjobs.crds._common import CrdError, Json, json_type
 from t9kjobs.crds._defaults import _check_default
+from t9kjobs.crds._explain import _note_values
 from t9kjobs.crds._keywords import _ANNOTATIONS, _FORMATS, _SCALARS, _VALUE_KEYS, _ordered
 from t9kjobs.crds._rules import _bound_rule_lists
 
@@ -53,6 +55,7 @@ class _Converter:
             out = self._plain(node, path, seen)
         _bound_rule_lists(out)
         _check_default(out)
+        _note_values(out)
         return _ordered(out)
 
     def _plain(self, node: Json, path: str, seen: tuple[str, ...]) -> Json:

@@ -2,6 +2,7 @@
 
 from t9kjobs.models._base import ApiModel, PodTemplate, dump
 from t9kjobs.models.common import (
+    ELASTIC_ON,
     RETRYABLE_EXIT_CODES,
     CleanUpPolicy,
     DebugMode,
@@ -16,9 +17,11 @@ from t9kjobs.models.common import (
     RestartRule,
     ResumeSpec,
     RunMode,
+    RunModeName,
     RunPolicy,
     SchedulePolicy,
     T9kScheduler,
+    not_elastic_rule,
 )
 from t9kjobs.models.job import API_GROUP, API_VERSION, Job, JobSpec, Lifecycle, ObjectMeta
 from t9kjobs.models.status import (
@@ -35,6 +38,7 @@ from t9kjobs.models.status import (
 __all__ = [
     "API_GROUP",
     "API_VERSION",
+    "ELASTIC_ON",
     "FINISHED_PHASES",
     "RETRYABLE_EXIT_CODES",
     "Aggregate",
@@ -62,9 +66,11 @@ __all__ = [
     "RestartRule",
     "ResumeSpec",
     "RunMode",
+    "RunModeName",
     "RunPolicy",
     "SchedulePolicy",
     "T9kScheduler",
     "TaskStatus",
     "dump",
+    "not_elastic_rule",
 ]

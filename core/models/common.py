@@ -27,6 +27,7 @@ from pydantic import (
 from t9kjobs.models._base import ApiModel, PodTemplate
 
 __all__ = [
+    "ELASTIC_ON",
     "RETRYABLE_EXIT_CODES",
     "CleanUpPolicy",
     "DebugMode",
@@ -42,13 +43,16 @@ __all__ = [
     "RestartRule",
     "ResumeSpec",
     "RunMode",
+    "RunModeName",
     "RunPolicy",
     "SchedulePolicy",
     "T9kScheduler",
+    "not_elastic_rule",
 ]
 
 RestartPolicyType = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanUpPolicy = Literal["All", "Unfinished", "None"]
+RunModeName = Literal["Immediate", "Debug", "Pause"]
 
 # Exit codes that mean "killed from outside" (SIGINT, SIGKILL, SIGTERM, SIGUSR1 + 128): worth a
 # retry under the ExitCode policy; any other non-zero code is the program's own verdict.
@@ -201,6 +205,11 @@ class RunMode(ApiModel):
     def debugging(self) -> bool:
         return not self.paused and self.debug is not None and self.debug.enabled
 
+    @property
+    def name(self) -> RunModeName:
+        """The mode in force, as status.runMode shows it."""
+        return "Pause" if self.paused else "Debug" if self.debugging else "Immediate"
+
 
 _GENERATED_COMMAND = (
     "cannot be set on resume in this kind: the operator generates the command of every pod"
@@ -337,6 +346,30 @@ _ELASTIC_RULES: list[JsonValue] = [
         "reason": "FieldValueForbidden",
     },
 ]
+
+
+# `spec.elastic.enabled` in either spelling, read at the spec: the CRD keeps both as
+# properties, without a default.
+ELASTIC_ON = (
+    "(has(self.elastic.enabled) && self.elastic.enabled)"
+    " || (has(self.elastic.enable) && self.elastic.enable)"
+)
+
+
+def not_elastic_rule(kind: str) -> JsonValue:
+    """The spec's transition rule refusing a change of `elastic.expectedReplicas` (what `kubectl
+    scale` writes through the scale subresource) while the job is not elastic: the operator
+    would ignore it, and `kubectl scale` would say "scaled"."""
+    return {
+        "rule": f"!has(self.elastic) || !has(self.elastic.expectedReplicas) || ({ELASTIC_ON})"
+        " || (has(oldSelf.elastic) && has(oldSelf.elastic.expectedReplicas)"
+        " && oldSelf.elastic.expectedReplicas == self.elastic.expectedReplicas)",
+        "message": f"this {kind} is not elastic (spec.elastic.enabled is not true), so its"
+        " replicas cannot be scaled: kubectl scale and spec.elastic.expectedReplicas only"
+        " resize elastic jobs",
+        "fieldPath": ".elastic.expectedReplicas",
+        "reason": "FieldValueForbidden",
+    }
 
 
 class ElasticConfig(_OneSpelling):

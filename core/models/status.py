@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models.common import RunModeName
 
 __all__ = [
     "FINISHED_PHASES",
@@ -116,6 +117,14 @@ class JobStatus(_StatusModel):
     selector: str | None = Field(
         default=None,
         description="Label selector of the job's pods, for the scale subresource (autoscalers).",
+    )
+    ready: str | None = Field(
+        default=None,
+        description="Replicas running / replicas the job has now, e.g. `2/3`: the REPLICAS"
+        " column of `kubectl get`.",
+    )
+    run_mode: RunModeName | None = Field(
+        default=None, description="The run mode in force: Immediate, Debug or Pause."
     )
 
     @property

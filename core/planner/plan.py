@@ -53,6 +53,7 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     status = before.model_copy(deep=True)
     ts = rfc3339(now)
     life = job.spec.lifecycle()
+    status.run_mode = life.run_mode.name
     if status.finished:
         # Applied again on every reconcile of a finished job, so that a crash half-way through
         # the cleanup is finished by the next operator.
@@ -113,6 +114,8 @@ def _result(
     events: Sequence[Event] = (),
     requeue_after: float | None = None,
 ) -> Plan:
+    desired = sum(len(task.replicas) for task in status.tasks)
+    status.ready = f"{status.aggregate.running}/{desired}"
     return Plan(
         status=status,
         status_changed=status != before,

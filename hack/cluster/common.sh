@@ -27,6 +27,38 @@ CLUSTER_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kub
 cluster_log() { printf '[cluster] %s\n' "$*" >&2; }
 cluster_die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
 
+# cluster_step WHAT CMD...: run CMD as one step of a long first build, saying so on stderr: a
+# line when it starts, one every $T9KJOBS_PROGRESS_EVERY seconds (default 30) while it runs with
+# the time so far, and one when it ends, so that a first build is never minutes of silence.
+# CMD's stdout is left alone (build.sh prints its directory there).
+cluster_step() {
+	local what=$1
+	shift
+	local t0 every=${T9KJOBS_PROGRESS_EVERY:-30} rc=0 ticker
+	t0=$(date +%s)
+	cluster_log "$what ..."
+	(
+		exec >/dev/null # not the caller's $(...): only stderr
+		trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+		while :; do
+			sleep "$every" &
+			nap=$!
+			wait "$nap"
+			cluster_log "$what: $(($(date +%s) - t0)) s so far"
+		done
+	) &
+	ticker=$!
+	"$@" || rc=$?
+	kill "$ticker" 2>/dev/null || true
+	wait "$ticker" 2>/dev/null || true
+	if ((rc == 0)); then
+		cluster_log "$what: done in $(($(date +%s) - t0)) s"
+	else
+		cluster_log "$what: failed (exit $rc) after $(($(date +%s) - t0)) s"
+	fi
+	return "$rc"
+}
+
 cluster_bins_present() {
 	local b
 	[[ -f "$CLUSTER_BIN_DIR/BUILD_INFO" ]] || return 1

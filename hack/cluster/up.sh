@@ -49,7 +49,17 @@ POD_CIDR="10.244.0.0/16"
 command -v openssl >/dev/null || cluster_die "openssl is required (apt-get install openssl)"
 command -v python3 >/dev/null || cluster_die "python3 is required"
 
-BIN="$("$CLUSTER_HACK_DIR/build.sh")"
+# A first build says what it builds, step by step, with the time each takes (cluster_step).
+CLUSTER_BUILD_STEPS=1
+[[ $MODE == real ]] && CLUSTER_BUILD_STEPS=3
+export CLUSTER_BUILD_STEPS
+if cluster_bins_present; then
+	BIN="$("$CLUSTER_HACK_DIR/build.sh")"
+else
+	BIN="$(cluster_step "build 1/$CLUSTER_BUILD_STEPS: control plane (etcd, kube-apiserver," \
+		"kube-controller-manager, kube-scheduler, kubectl, kwok) from Go modules" \
+		"$CLUSTER_HACK_DIR/build.sh")"
+fi
 
 mkdir -p "$D"
 exec 8>"$D/.lock"

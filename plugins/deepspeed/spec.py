@@ -23,6 +23,7 @@ from t9kjobs.models import (
     RestartPolicyType,
     RunPolicy,
     SchedulePolicy,
+    not_elastic_rule,
 )
 
 __all__ = [
@@ -163,6 +164,10 @@ class DeepSpeedJobStatus(JobStatus):
 
 class DeepSpeedJobSpec(JobSpec):
     """A DeepSpeed job: N workers reached over ssh, launched by `deepspeed` on worker-0."""
+
+    model_config = JobSpec.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [not_elastic_rule("DeepSpeedJob")]}
+    )
 
     scheduler: SchedulePolicy | None = Field(
         default=None, description="Scheduler of the pods; the cluster default when unset."

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
 
 from t9kjobs.models import (
+    ELASTIC_ON,
     ApiModel,
     ElasticConfig,
     JobSpec,
@@ -28,6 +29,7 @@ from t9kjobs.models import (
     RunMode,
     RunPolicy,
     SchedulePolicy,
+    not_elastic_rule,
 )
 
 __all__ = [
@@ -52,12 +54,6 @@ _TORCHRUN_RULES: list[JsonValue] = [
     }
 ]
 
-# `elastic.enabled` in either spelling: the CRD keeps both as properties, without a default.
-_ELASTIC_ON = (
-    "(has(self.elastic.enabled) && self.elastic.enabled)"
-    " || (has(self.elastic.enable) && self.elastic.enable)"
-)
-
 _SPEC_RULES: list[JsonValue] = [
     {
         "rule": "self.replicaSpecs.all(a, self.replicaSpecs.exists_one(b, b.type == a.type))",
@@ -69,10 +65,11 @@ _SPEC_RULES: list[JsonValue] = [
         "message": "the master replica type must have exactly 1 replica",
     },
     {
-        "rule": f"!has(self.elastic) || !({_ELASTIC_ON}) || (has(self.elastic.minReplicas)"
+        "rule": f"!has(self.elastic) || !({ELASTIC_ON}) || (has(self.elastic.minReplicas)"
         " && has(self.elastic.maxReplicas))",
         "message": "elastic training needs elastic.minReplicas and elastic.maxReplicas",
     },
+    not_elastic_rule("PyTorchTrainingJob"),
 ]
 
 

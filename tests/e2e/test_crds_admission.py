@@ -460,7 +460,15 @@ def test_category_columns_and_explain(
     out = cluster.kubectl("get", "t9k", "-n", namespace).stdout
     assert "genericjob.batch.tensorstack.dev/listed" in out
     header = cluster.kubectl("get", "gj", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "RUNNING", "AGE"]
+    assert header == ["NAME", "PHASE", "REPLICAS", "RESTARTS", "REASON", "AGE"]
+    wide = cluster.kubectl("get", "gj", "-n", namespace, "-o", "wide").stdout.splitlines()[0]
+    assert wide.split()[6:] == ["MODE", "QUEUE", "STARTED", "FINISHED"]
+    # Enum values and defaults are in the descriptions kubectl explain prints.
+    policy = " ".join(
+        cluster.kubectl("explain", "genericjob.spec.replicaSpecs.restartPolicy").stdout.split()
+    )
+    assert "One of: Always, OnFailure, Never, ExitCode. Defaults to OnFailure." in policy
+    assert "<no value>" not in policy
     # `kubectl explain` documents every field of a kind's spec, DeepSpeedJob's config here.
     kind = "DeepSpeedJob" if "DeepSpeedJob" in installed.kinds else "GenericJob"
     path = "spec.config" if kind == "DeepSpeedJob" else "spec.runMode"

@@ -488,6 +488,52 @@ def test_elastic_bounds_are_validated(elastic: Json, message: str) -> None:
         ElasticConfig.model_validate(elastic)
 
 
+def _walk(node: Json, path: str = "") -> Iterator[tuple[str, Json]]:
+    yield path, node
+    for name, sub in (node.get("properties") or {}).items():
+        yield from _walk(sub, f"{path}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            yield from _walk(node[key], f"{path}[]")
+
+
+def test_every_field_says_its_values_and_default_for_kubectl_explain(
+    all_crds: dict[str, Json],
+) -> None:
+    """kubectl explain prints descriptions: every enum value and every default is in one."""
+    checked = 0
+    for kind, crd in all_crds.items():
+        for path, node in _walk(root_schema(crd)):
+            description = node.get("description", "")
+            for value in node.get("enum") or []:
+                if value is not None:
+                    assert re.search(rf"\b{re.escape(str(value))}\b", description), (kind, path)
+                    checked += 1
+            if node.get("default") not in (None, [], {}):
+                assert "default" in description.lower(), (kind, path, description)
+                checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize(
+    ("node", "description"),
+    [
+        ({"description": "Mode.", "enum": ["a", "b", None]}, "Mode. One of: a, b."),
+        ({"description": "Mode: a or b.", "enum": ["a", "b"]}, "Mode: a or b."),
+        ({"description": "Size.", "default": 2}, "Size. Defaults to 2."),
+        ({"description": "On.", "default": False}, "On. Defaults to false."),
+        ({"description": "Size, 2 by default.", "default": 2}, "Size, 2 by default."),
+        ({"description": "Tags.", "default": []}, "Tags."),
+        ({"enum": ["x"], "default": "x"}, "One of: x. Defaults to x."),
+    ],
+)
+def test_enum_and_default_sentences(node: Json, description: str) -> None:
+    from t9kjobs.crds._explain import _note_values
+
+    _note_values(node)
+    assert node.get("description") == description
+
+
 # -- CRD envelope ----------------------------------------------------------------------------
 
 
@@ -503,11 +549,20 @@ def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[s
         version = crd["spec"]["versions"][0]
         assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
         assert version["subresources"]["status"] == {}
-        columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+        columns = {
+            c["name"]: (c["jsonPath"], c.get("priority", 0))
+            for c in version["additionalPrinterColumns"]
+        }
         assert columns == {
-            "Phase": ".status.phase",
-            "Running": ".status.aggregate.running",
-            "Age": ".metadata.creationTimestamp",
+            "Phase": (".status.phase", 0),
+            "Replicas": (".status.ready", 0),
+            "Restarts": (".status.backoffCount", 0),
+            "Reason": ('.status.conditions[?(@.type=="Failed")].reason', 0),
+            "Age": (".metadata.creationTimestamp", 0),
+            "Mode": (".status.runMode", 1),
+            "Queue": (".spec.scheduler.t9kScheduler.queue", 1),
+            "Started": (".status.startTime", 1),
+            "Finished": (".status.completionTime", 1),
         }
         if info.scale_spec_path:
             assert version["subresources"]["scale"] == {
@@ -577,8 +632,9 @@ def test_a_third_party_kind_gets_a_crd() -> None:
     props = thing["properties"]
     assert set(props) == {"size", "mode", "procs", "enabled", "enable", "on"}
     assert props["mode"]["enum"] == ["a", "b", None]
+    assert props["mode"]["description"] == "Mode. One of: a, b."
     assert props["procs"] == {
-        "description": "A number or gpu.",
+        "description": "A number or gpu. Defaults to 1.",
         "x-kubernetes-int-or-string": True,
         "pattern": "^(gpu)$",
         "default": 1,

@@ -29,9 +29,16 @@ NODE_SYSCTLS=(net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/pa
 ip link show "$NODE_BRIDGE" >/dev/null 2>&1 &&
 	cluster_die "a bridge $NODE_BRIDGE already exists: another real-node cluster runs here (one at a time); stop it with its down.sh"
 
-NODE_BIN="$("$CLUSTER_HACK_DIR/node/build.sh")"
+steps=${CLUSTER_BUILD_STEPS:-3}
+if node_bins_present; then
+	NODE_BIN="$("$CLUSTER_HACK_DIR/node/build.sh")"
+else
+	NODE_BIN="$(cluster_step "build 2/$steps: node (kubelet, containerd, CoreDNS) from Go modules" \
+		"$CLUSTER_HACK_DIR/node/build.sh")"
+fi
 # Images: "<reference> <archive>" lines (hack/images/build.sh builds once per recipe content).
-mapfile -t NODE_IMAGES < <("$CLUSTER_HACK_DIR/../images/build.sh" pause trainer)
+mapfile -t NODE_IMAGES < <(cluster_step "build 3/$steps: images (root filesystem, pause, trainer)" \
+	"$CLUSTER_HACK_DIR/../images/build.sh" pause trainer)
 ((${#NODE_IMAGES[@]} > 0)) || cluster_die "hack/images/build.sh failed"
 PAUSE_IMAGE=$(printf '%s\n' "${NODE_IMAGES[@]}" | awk '$1 ~ /\/t9kjobs-pause:/ { print $1 }')
 [[ -n "$PAUSE_IMAGE" ]] || cluster_die "hack/images/build.sh built no pause image"

@@ -1,0 +1,167 @@
+"""Day two on the real node, where pods have logs: `t9kjobs logs` of one replica, of every
+replica interleaved, followed across a restart; `t9kjobs describe` of a running job (elapsed
+time, progress from the deciding replica's log) and of a failed one (exit code, last log lines).
+
+The jobs run shell loops in the trainer image: quick, and their output known line by line.
+The flaky worker learns which incarnation it is from its pod's annotation
+`batch.tensorstack.dev/restart-count` (downward API) and fails only the first time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.cluster import Cluster
+from tests.e2e.operator import OperatorProcess, operator
+from tests.real.jobs import apply, container, wait_finished, wait_for
+
+__all__ = ["operator"]  # the fixture, imported for this module
+
+T9KJOBS = str(Path(sys.executable).parent / "t9kjobs")
+INCARNATION = "batch.tensorstack.dev/restart-count"
+
+
+def replica(type_: str, script: str, policy: Any = "Never", replicas: int = 1) -> dict[str, Any]:
+    env = [
+        {
+            "name": "INCARNATION",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INCARNATION}']"}},
+        }
+    ]
+    return {
+        "type": type_,
+        "replicas": replicas,
+        "restartPolicy": policy,
+        "template": {
+            "spec": {
+                "terminationGracePeriodSeconds": 2,
+                "containers": [container("trainer", ["bash", "-c", script], env=env)],
+            }
+        },
+    }
+
+
+def generic(name: str, *replicas: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": name},
+        "spec": {"replicaSpecs": list(replicas), **spec},
+    }
+
+
+def t9kjobs(cluster: Cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    return subprocess.run(
+        [T9KJOBS, *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def test_logs_follow_a_replica_across_its_restart(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    script = (
+        'for i in 1 2 3; do echo "step $i/3 incarnation $INCARNATION"; sleep 1; done;'
+        ' [ "$INCARNATION" != 0 ] || { echo "boom" >&2; exit 1; }'
+    )
+    policy = {"policy": "OnFailure", "limit": 2}
+    apply(cluster, namespace, generic("flaky", replica("worker", script, policy)))
+    # Started while the first pod may still be creating: -f waits for it, and for its successor.
+    followed = t9kjobs(cluster, "logs", "gj/flaky", "-f", "-n", namespace)
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.splitlines() == [
+        "step 1/3 incarnation 0",
+        "step 2/3 incarnation 0",
+        "step 3/3 incarnation 0",
+        "boom",
+        "--- worker-0: new pod (restart 1) ---",
+        "step 1/3 incarnation 1",
+        "step 2/3 incarnation 1",
+        "step 3/3 incarnation 1",
+    ]
+    final = wait_finished(cluster, namespace, "GenericJob", "flaky")
+    assert final["status"]["phase"] == "Succeeded"
+    once = t9kjobs(cluster, "logs", "gj/flaky", "worker-0", "--tail", "1", "-n", namespace)
+    assert once.stdout == "step 3/3 incarnation 1\n"
+
+
+def test_logs_all_and_describe_of_a_running_job_with_progress(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    master = 'for i in $(seq 1 600); do echo "step $i/600 loss=0.$((1000 - i))"; sleep 1; done'
+    worker = 'for i in $(seq 1 600); do echo "worker step $i"; sleep 1; done'
+    job = generic(
+        "steady",
+        replica("master", master),
+        replica("worker", worker, replicas=2),
+        successRules=[{"master": [0]}],
+    )
+    apply(cluster, namespace, job)
+    wait_for(
+        cluster,
+        namespace,
+        "GenericJob",
+        "steady",
+        "3 replicas running for 4 s",
+        lambda j: (j.get("status") or {}).get("ready") == "3/3",
+        timeout=180,
+    )
+    cluster.poll(
+        lambda: "step 4/600" in t9kjobs(cluster, "logs", "gj/steady", "-n", namespace).stdout,
+        timeout=60,
+        interval=1,
+        message="the master's 4th step",
+    )
+    interleaved = t9kjobs(cluster, "logs", "gj/steady", "--all", "-n", namespace).stdout
+    lines = interleaved.splitlines()
+    prefixes = {line.split()[0] for line in lines}
+    assert prefixes == {"[master-0]", "[worker-0]", "[worker-1]"}, interleaved
+    # Interleaved by time: the master's first step comes before every replica's fourth.
+    first = lines.index("[master-0] step 1/600 loss=0.999")
+    assert first < lines.index("[worker-0] worker step 4") and first < lines.index(
+        "[worker-1] worker step 4"
+    )
+
+    described = t9kjobs(cluster, "describe", "gj/steady", "-n", namespace)
+    assert described.returncode == 0, described.stderr
+    text = described.stdout.splitlines()
+    assert all(len(line) <= 80 for line in text), described.stdout
+    started = next(line for line in text if line.startswith("Started:"))
+    assert re.search(r"\(running \d+s\)$", started), started
+    progress = next(line for line in text if line.startswith("Progress:"))
+    assert re.fullmatch(r"Progress:   \d+% master-0: step (\d+)/600 loss=0\.\d+", progress), (
+        progress
+    )
+    assert '  worker-0, worker-1: bash -c \'for i in $(seq 1 600); do echo "worker step $i";' in (
+        described.stdout
+    )
+
+
+def test_describe_a_failed_job_shows_exit_code_and_last_log_lines(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    script = (
+        'echo "loading data"; for i in 1 2 3 4 5 6; do echo "step $i/6"; done;'
+        ' echo "ValueError: loss is nan" >&2; exit 2'
+    )
+    apply(cluster, namespace, generic("crash", replica("worker", script)))
+    final = wait_finished(cluster, namespace, "GenericJob", "crash")
+    assert final["status"]["phase"] == "Failed"
+    described = t9kjobs(cluster, "describe", "gj/crash", "-n", namespace)
+    lines = described.stdout.splitlines()
+    at = lines.index("  worker-0: Failed, exit code 2, Error, container trainer")
+    assert lines[at + 1 : at + 6] == [
+        "    | step 3/6",
+        "    | step 4/6",
+        "    | step 5/6",
+        "    | step 6/6",
+        "    | ValueError: loss is nan",
+    ], described.stdout
+    assert "Cleanup:    policy None; deleted nothing; 1 pod(s) left" in lines
+    tail = t9kjobs(cluster, "logs", "gj/crash", "--tail", "2", "-n", namespace)
+    assert tail.stdout.splitlines() == ["step 6/6", "ValueError: loss is nan"]
