@@ -19,6 +19,8 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from t9kjobs.controller.decoding import loads
+
 __all__ = ["ApiError", "RateLimiter", "Transport", "load_configuration"]
 
 Obj = dict[str, Any]
@@ -145,7 +147,7 @@ class Transport:
         if self._on_request is not None:
             self._on_request(method, path, response.status)
         try:
-            decoded: Obj | str = json.loads(response.data) if response.data else {}
+            decoded: Obj | str = loads(response.data) if response.data else {}
         except ValueError:
             decoded = response.data.decode(errors="replace")
         if response.status >= 400:
@@ -174,6 +176,6 @@ class Transport:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        yield loads(line)
         finally:
             response.release_conn()

@@ -1,8 +1,20 @@
 """Pydantic models of what every kind shares. Each plugin owns the spec model of its kind."""
 
-from t9kjobs.models._base import ApiModel, PodTemplate, dump
+from t9kjobs.models._base import ApiModel, dump
+from t9kjobs.models.bounds import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_NAME_LENGTH,
+    MAX_PODS,
+    MAX_PORTS,
+    MAX_REPLICA_TYPES,
+    MAX_REPLICAS,
+    MAX_RULES,
+    NAME_PATTERN,
+)
 from t9kjobs.models.common import (
     RETRYABLE_EXIT_CODES,
+    Args,
     CleanUpPolicy,
     DebugMode,
     ElasticConfig,
@@ -19,7 +31,17 @@ from t9kjobs.models.common import (
     SchedulePolicy,
     T9kScheduler,
 )
-from t9kjobs.models.job import API_GROUP, API_VERSION, Job, JobSpec, Lifecycle, ObjectMeta
+from t9kjobs.models.job import (
+    API_GROUP,
+    API_VERSION,
+    NAME_RULE,
+    OBJECT_META_FIELDS,
+    Job,
+    JobSpec,
+    Lifecycle,
+    ObjectMeta,
+)
+from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
 from t9kjobs.models.status import (
     FINISHED_PHASES,
     Aggregate,
@@ -35,10 +57,23 @@ __all__ = [
     "API_GROUP",
     "API_VERSION",
     "FINISHED_PHASES",
+    "INT32_MAX",
+    "MAX_ARGS",
+    "MAX_NAME_LENGTH",
+    "MAX_PODS",
+    "MAX_PORTS",
+    "MAX_REPLICAS",
+    "MAX_REPLICA_TYPES",
+    "MAX_RULES",
+    "NAME_PATTERN",
+    "NAME_RULE",
+    "OBJECT_META_FIELDS",
     "RETRYABLE_EXIT_CODES",
     "Aggregate",
     "ApiModel",
+    "Args",
     "CleanUpPolicy",
+    "ContainerShape",
     "ContainerStatus",
     "DebugMode",
     "ElasticConfig",
@@ -50,7 +85,9 @@ __all__ = [
     "Lifecycle",
     "ObjectMeta",
     "PauseMode",
+    "PodSpecShape",
     "PodTemplate",
+    "PodTemplateShape",
     "ReplicaDebugSet",
     "ReplicaSpec",
     "ReplicaStatus",

@@ -1,21 +1,23 @@
-"""The one base class of every API model: camelCase on the wire, unknown fields refused.
+"""The one base class of every API model: camelCase on the wire, unknown fields refused, an
+explicit null read as an absent field.
 
 Refusing unknown fields is what lets `t9kjobs validate` catch a misspelt field that the API
-server would otherwise prune silently.
+server would otherwise prune silently. A null is absent because the API server prunes a null
+from every field its schema does not mark `nullable` (then applies the default): `cleanUpPolicy:
+null` means the default there, so it must here too.
 """
 
 from __future__ import annotations
 
+import types
+import typing
+from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ApiModel", "PodTemplate", "dump"]
-
-# Pod templates are passed through as plain JSON objects: the API server validates them as pods,
-# and the CRD schema marks them `x-kubernetes-preserve-unknown-fields`.
-PodTemplate = dict[str, Any]
+__all__ = ["ApiModel", "dump", "nullable_names", "wire_names"]
 
 
 class ApiModel(BaseModel):
@@ -24,6 +26,52 @@ class ApiModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=False,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(v is None for v in data.values()):
+            keep = nullable_names(cls)
+            known = wire_names(cls)
+            return {k: v for k, v in data.items() if v is not None or k in keep or k not in known}
+        return data
+
+
+def _admits_none(annotation: Any) -> bool:
+    if annotation is None or annotation is type(None) or annotation is Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_admits_none(a) for a in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _admits_none(typing.get_args(annotation)[0])
+    return False
+
+
+def _spellings(name: str, info: Any) -> list[str]:
+    choices = info.validation_alias
+    if isinstance(choices, AliasChoices):
+        return [c for c in choices.choices if isinstance(c, str)]
+    if isinstance(choices, str):
+        return [choices]
+    return [info.alias or name]
+
+
+@cache
+def wire_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every spelling of every field of `model` on the wire."""
+    return frozenset(s for n, f in model.model_fields.items() for s in _spellings(n, f))
+
+
+@cache
+def nullable_names(model: type[BaseModel]) -> frozenset[str]:
+    """The wire names of the fields that may be null (their CRD property is `nullable`)."""
+    return frozenset(
+        s
+        for name, info in model.model_fields.items()
+        if _admits_none(info.annotation)
+        for s in _spellings(name, info)
     )
 
 

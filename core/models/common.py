@@ -16,10 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
 
-from t9kjobs.models._base import ApiModel, PodTemplate
+from t9kjobs.models._base import ApiModel
+from t9kjobs.models.bounds import INT32_MAX, MAX_ARGS, MAX_REPLICA_TYPES, MAX_REPLICAS
+from t9kjobs.models.pod import PodTemplate
 
 __all__ = [
     "RETRYABLE_EXIT_CODES",
+    "Args",
     "CleanUpPolicy",
     "DebugMode",
     "ElasticConfig",
@@ -37,6 +40,8 @@ __all__ = [
 ]
 
 RestartPolicyType = Literal["Always", "OnFailure", "Never", "ExitCode"]
+# An argument list: a command, its arguments, launcher options.
+Args = Annotated[list[str], Field(max_length=MAX_ARGS)]
 CleanUpPolicy = Literal["All", "Unfinished", "None"]
 
 # Exit codes that mean "killed from outside" (SIGINT, SIGKILL, SIGTERM, SIGUSR1 + 128): worth a
@@ -81,7 +86,10 @@ class RestartPolicy(ApiModel):
         default="OnFailure", description="The policy to restart a finished replica."
     )
     limit: int = Field(
-        default=0, ge=0, description="The maximum number of restarts of one replica. Defaults to 0."
+        default=0,
+        ge=0,
+        le=INT32_MAX,
+        description="The maximum number of restarts of one replica. Defaults to 0.",
     )
 
 
@@ -105,7 +113,7 @@ class ReplicaDebugSet(ApiModel):
     skip_init_container: bool = Field(
         default=False, description="Skip the init containers, if true."
     )
-    command: list[str] | None = Field(
+    command: Args | None = Field(
         default=None, description="Command that replaces the containers' command."
     )
 
@@ -115,7 +123,9 @@ class DebugMode(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable debug mode.")
     replica_specs: list[ReplicaDebugSet] = Field(
-        default_factory=list, description="Per replica type overrides in debug mode."
+        default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
+        description="Per replica type overrides in debug mode.",
     )
 
 
@@ -126,10 +136,10 @@ class ResumeSpec(ApiModel):
     skip_init_container: bool = Field(
         default=False, description="Skip the init containers, if true."
     )
-    command: list[str] | None = Field(
+    command: Args | None = Field(
         default=None, description="Command to run instead of the template's, when resuming."
     )
-    args: list[str] | None = Field(
+    args: Args | None = Field(
         default=None, description="Args to use instead of the template's, when resuming."
     )
 
@@ -164,7 +174,9 @@ class PauseMode(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable pause mode.")
     resume_specs: list[ResumeSpec] = Field(
-        default_factory=list, description="Per replica type overrides used when resuming."
+        default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
+        description="Per replica type overrides used when resuming.",
     )
 
 
@@ -189,11 +201,13 @@ class RunPolicy(ApiModel):
     active_deadline_seconds: int | None = Field(
         default=None,
         ge=1,
+        le=INT32_MAX,
         description="Seconds from the job's start after which it fails with DeadlineExceeded.",
     )
     backoff_limit: int = Field(
         default=3,
         ge=0,
+        le=INT32_MAX,
         description="Restarts allowed, shared by all replicas, before the job fails."
         " Defaults to 3.",
     )
@@ -273,14 +287,21 @@ class ElasticConfig(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable elastic training.")
     min_replicas: int | None = Field(
-        default=None, ge=1, description="Minimum number of replicas; immutable once created."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Minimum number of replicas; immutable once created.",
     )
     max_replicas: int | None = Field(
-        default=None, ge=1, description="Maximum number of replicas; immutable once created."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Maximum number of replicas; immutable once created.",
     )
     expected_replicas: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_REPLICAS,
         description="Desired number of replicas, within [minReplicas, maxReplicas]; may change"
         " at run time (it is the target of the scale subresource: `kubectl scale`).",
     )
@@ -321,7 +342,12 @@ class ReplicaSpec(ApiModel):
     """One type of replica: how many pods, from which template, restarted how."""
 
     type: ReplicaType
-    replicas: int = Field(default=1, ge=0, description="Number of replicas. Defaults to 1.")
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description=f"Number of replicas, at most {MAX_REPLICAS}. Defaults to 1.",
+    )
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default="OnFailure",
         description="Always, OnFailure, Never or ExitCode, or the object form {policy, limit}.",

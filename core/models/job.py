@@ -14,10 +14,20 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
 from t9kjobs.models.common import CleanUpPolicy, RunMode, RunPolicy, SchedulePolicy
 from t9kjobs.models.status import JobStatus
 
-__all__ = ["API_GROUP", "API_VERSION", "Job", "JobSpec", "Lifecycle", "ObjectMeta"]
+__all__ = [
+    "API_GROUP",
+    "API_VERSION",
+    "NAME_RULE",
+    "OBJECT_META_FIELDS",
+    "Job",
+    "JobSpec",
+    "Lifecycle",
+    "ObjectMeta",
+]
 
 API_GROUP = "batch.tensorstack.dev"
 API_VERSION = f"{API_GROUP}/v1beta1"
@@ -59,12 +69,47 @@ class JobSpec(ApiModel):
         )
 
 
+# The fields of Kubernetes' ObjectMeta: anything else under metadata is an unknown field.
+OBJECT_META_FIELDS = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+
+# The name rule at the root of every CRD (CEL reads metadata.name there), as ObjectMeta has it.
+NAME_RULE = {
+    "rule": f"self.metadata.name.size() <= {MAX_NAME_LENGTH}"
+    f" && self.metadata.name.matches('{NAME_PATTERN}')",
+    "message": f"a job name must be a lowercase DNS label of at most {MAX_NAME_LENGTH} characters"
+    " starting with a letter: it names the job's pods and Services",
+    "fieldPath": ".metadata.name",
+    "reason": "FieldValueInvalid",
+}
+
+
 class ObjectMeta(BaseModel):
     """The part of metadata the engine reads; everything else is kept as given."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    name: str = Field(min_length=1, max_length=52, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_NAME_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Pods are named <job>-<type>-<index> and the headless Service after the job.",
+    )
     namespace: str = "default"
     uid: str = "<job-uid>"
     labels: dict[str, str] = Field(default_factory=dict)

@@ -445,6 +445,13 @@ def _phase_and_conditions(
             ts,
         )
     elif status.condition("Degraded") is not None:
+        # Whatever degraded the job (a missing dependency, an invalid spec, an API error while
+        # creating its children) is gone: this reconcile got this far.
         set_condition(
-            status, "Degraded", False, "DependenciesPresent", "all dependencies exist", ts
+            status,
+            "Degraded",
+            False,
+            "Resolved",
+            "every dependency exists, the spec is valid and the API server answers",
+            ts,
         )

@@ -14,6 +14,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from t9kjobs.models import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_REPLICAS,
     ApiModel,
     JobSpec,
     Lifecycle,
@@ -94,17 +97,20 @@ class TorchConfig(ApiModel):
     proc_per_worker: int = Field(
         default=1,
         ge=1,
+        le=INT32_MAX,
         description="Processes started on each worker (`--nproc_per_node`), usually its GPU"
         " count. Defaults to 1.",
     )
     script: list[str] = Field(
         min_length=1,
+        max_length=MAX_ARGS,
         description="The training script and its arguments, e.g. [train.py, --epochs=3], or"
         " [-m, package.module, ...]; run on every worker from the launcher's working"
         " directory.",
     )
     extra_args: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ARGS,
         description="torchrun options, e.g. [--max_restarts=0]; passed as colossalai run's"
         " `--extra_launch_args max_restarts=0`. Write `--name=value`, `--name value` or"
         " `--flag`.",
@@ -132,7 +138,9 @@ class ColossalAIReplicaSpec(ApiModel):
     replicas: int = Field(
         default=1,
         ge=1,
-        description="Number of replicas: 1 for the launcher, at least 1 worker. Defaults to 1.",
+        le=MAX_REPLICAS,
+        description=f"Number of replicas: 1 for the launcher, 1 to {MAX_REPLICAS} workers."
+        " Defaults to 1.",
     )
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default_factory=RestartPolicy,

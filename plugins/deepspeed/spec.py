@@ -13,6 +13,9 @@ from typing import Any, Literal
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from t9kjobs.models import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_REPLICAS,
     ApiModel,
     ElasticConfig,
     JobSpec,
@@ -41,6 +44,7 @@ def _program_field(canonical: str, alias: str | None, description: str) -> Any:
     return Field(
         default=None,
         min_length=1,
+        max_length=MAX_ARGS,
         validation_alias=AliasChoices(canonical, alias) if alias else canonical,
         serialization_alias=canonical,
         description=description + extra,
@@ -98,6 +102,7 @@ class DeepSpeedConfig(ApiModel):
     slots_per_worker: int = Field(
         default=1,
         ge=1,
+        le=INT32_MAX,
         description="Slots of each worker in the hostfile (`slots=N`), normally its GPU count."
         " Defaults to 1.",
     )
@@ -115,6 +120,7 @@ class DeepSpeedConfig(ApiModel):
     )
     other_args: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ARGS,
         description="More `deepspeed` launcher options, placed before the program.",
     )
 
@@ -129,7 +135,10 @@ class Worker(ApiModel):
     """The worker replicas: every one runs sshd, worker-0 also runs the launcher."""
 
     replicas: int = Field(
-        default=1, ge=1, description="Number of workers (without elastic). Defaults to 1."
+        default=1,
+        ge=1,
+        le=MAX_REPLICAS,
+        description=f"Number of workers (without elastic), at most {MAX_REPLICAS}. Defaults to 1.",
     )
     template: PodTemplate = Field(
         default_factory=dict,

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import Field, field_validator
 
 from t9kjobs.models import (
+    MAX_PODS,
+    MAX_PORTS,
+    MAX_REPLICA_TYPES,
+    MAX_REPLICAS,
+    MAX_RULES,
     ApiModel,
     CleanUpPolicy,
     JobSpec,
@@ -17,39 +24,72 @@ from t9kjobs.models import (
 __all__ = ["MAX_REPLICA_TYPES", "FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
-FinishRule = dict[str, list[int]]
-
-# A bound on replicaSpecs keeps the CEL uniqueness rule (quadratic in the list's length) within
-# the API server's cost budget; `t9kjobs validate` enforces the same bound.
-MAX_REPLICA_TYPES = 32
+FinishRule = dict[
+    str,
+    Annotated[list[Annotated[int, Field(ge=0, le=MAX_REPLICAS)]], Field(max_length=MAX_REPLICAS)],
+]
+_RULES = Annotated[list[FinishRule], Field(max_length=MAX_RULES)]
+_PORT_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class ServicePort(ApiModel):
     """A port of the per-replica Services."""
 
-    name: str = Field(
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15, description="Port name."
-    )
+    name: str = Field(pattern=_PORT_NAME, max_length=15, description="Port name.")
     port: int = Field(ge=1, le=65535, description="Port the Service serves.")
-    target_port: int | str | None = Field(default=None, description="Container port; = port.")
-    protocol: str | None = Field(default=None, description="TCP (default), UDP or SCTP.")
+    target_port: (
+        Annotated[int, Field(ge=1, le=65535)]
+        | Annotated[str, Field(max_length=15, pattern=_PORT_NAME)]
+        | None
+    ) = Field(default=None, description="Container port: a number or a port name; = port.")
+    protocol: Literal["TCP", "UDP", "SCTP"] | None = Field(
+        default=None, description="TCP (default), UDP or SCTP."
+    )
 
 
 class ServiceOption(ApiModel):
     """Create one Service per replica, named `<job>-<type>-<index>`, with these ports."""
 
-    ports: list[ServicePort] = Field(default_factory=list, description="Ports of the Services.")
+    ports: list[ServicePort] = Field(
+        default_factory=list,
+        max_length=MAX_PORTS,
+        description="Ports of the Services; each name and each port number once.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.all(p, self.exists_one(q, q.port == p.port))",
+                    "message": "port numbers must be unique: each port may appear only once",
+                },
+                {
+                    "rule": "self.all(p, self.exists_one(q, q.name == p.name))",
+                    "message": "port names must be unique: each name may appear only once",
+                },
+            ]
+        },
+    )
+
+    @field_validator("ports")
+    @classmethod
+    def _unique_ports(cls, ports: list[ServicePort]) -> list[ServicePort]:
+        for what, values in (
+            ("numbers", [p.port for p in ports]),
+            ("names", [p.name for p in ports]),
+        ):
+            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"port {what} must be unique; repeated: {', '.join(repeated)}")
+        return ports
 
 
 class GenericJobSpec(JobSpec):
     """A general-purpose job: any replica types, success and failure decided by rules."""
 
-    success_rules: list[FinishRule] = Field(
+    success_rules: _RULES = Field(
         default_factory=list,
         description="The job succeeds when every replica named by any one rule succeeded."
         " Without rules: when every replica succeeded.",
     )
-    failure_rules: list[FinishRule] = Field(
+    failure_rules: _RULES = Field(
         default_factory=list,
         description="The job fails when every replica named by any one rule failed for good."
         " Without rules: when any replica failed for good.",
@@ -75,7 +115,11 @@ class GenericJobSpec(JobSpec):
                     "rule": "self.all(x, self.exists_one(y, y.type == x.type))",
                     "message": "replica types must be unique: each type may appear only once"
                     " in replicaSpecs",
-                }
+                },
+                {
+                    "rule": f"self.map(x, has(x.replicas) ? x.replicas : 1).sum() <= {MAX_PODS}",
+                    "message": f"a job has at most {MAX_PODS} replicas in all",
+                },
             ]
         },
     )
@@ -87,6 +131,9 @@ class GenericJobSpec(JobSpec):
         dupes = sorted({t for t in types if types.count(t) > 1})
         if dupes:
             raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+        total = sum(s.replicas for s in specs)
+        if total > MAX_PODS:
+            raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")
         return specs
 
     def lifecycle(self) -> Lifecycle:

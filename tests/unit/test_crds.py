@@ -255,20 +255,34 @@ def test_restart_policy_string_or_object_encoding(all_crds: dict[str, Json]) -> 
 def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Json]) -> None:
     spec = spec_schema(all_crds["GenericJob"])["properties"]
     port = spec["service"]["properties"]["ports"]["items"]["properties"]
+    # A number binds the integer form only, the name pattern the string form only.
     assert port["targetPort"] == {
         "description": port["targetPort"]["description"],
         "x-kubernetes-int-or-string": True,
         "nullable": True,
+        "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        "maxLength": 15,
+        "minimum": 1,
+        "maximum": 65535,
     }
     assert port["port"]["minimum"] == 1 and port["port"]["maximum"] == 65535
     assert spec["service"]["nullable"] is True
     rule = spec["successRules"]["items"]
     assert rule["type"] == "object"
-    assert rule["additionalProperties"] == {"type": "array", "items": {"type": "integer"}}
+    assert rule["additionalProperties"] == {
+        "type": "array",
+        "maxItems": 1000,
+        "items": {"type": "integer", "minimum": 0, "maximum": 1000},
+    }
+    # A pod template keeps every field, and types those the operator reads.
     template = spec["replicaSpecs"]["items"]["properties"]["template"]
     assert template["type"] == "object"
     assert template["x-kubernetes-preserve-unknown-fields"] is True
-    assert "properties" not in template
+    pod_spec = template["properties"]["spec"]
+    assert pod_spec["x-kubernetes-preserve-unknown-fields"] is True
+    container = pod_spec["properties"]["containers"]["items"]
+    assert container["required"] == ["name", "image"]
+    assert container["properties"]["command"]["items"] == {"type": "string"}
 
 
 def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
@@ -360,7 +374,10 @@ def test_rules_declared_on_models_are_copied(
 def test_generic_replica_types_are_unique_and_bounded(all_crds: dict[str, Json]) -> None:
     specs = spec_schema(all_crds["GenericJob"])["properties"]["replicaSpecs"]
     assert specs["maxItems"] == 32 and specs["minItems"] == 1
-    assert rules(specs) == ["self.all(x, self.exists_one(y, y.type == x.type))"]
+    assert rules(specs) == [
+        "self.all(x, self.exists_one(y, y.type == x.type))",
+        "self.map(x, has(x.replicas) ? x.replicas : 1).sum() <= 1000",
+    ]
 
 
 def test_elastic_rules_on_every_kind_with_elastic(all_crds: dict[str, Json]) -> None:

@@ -28,7 +28,8 @@ def _problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:
 
 
 def _worker(**fields: Any) -> dict[str, Any]:
-    return {"type": "worker", "template": {"spec": {"containers": [{"name": "worker"}]}}, **fields}
+    container = {"name": "worker", "image": "trainer"}
+    return {"type": "worker", "template": {"spec": {"containers": [container]}}, **fields}
 
 
 def test_defaults() -> None:
