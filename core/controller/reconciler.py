@@ -284,6 +284,8 @@ class Reconciler:
 
     def _fail(self, key: JobKey, raw: Obj, reason: str, message: str, jlog: JobLog) -> bool:
         """End the job Failed for `reason`, once: False when it had finished already."""
+        # The stored job: this reconcile may have written the status already.
+        raw = self.job_stores[key[0]].get(key[1], key[2]) or raw
         now = rfc3339(self.clock())
         status = failed_status(stored_status(raw, self._status_model(key[0])), reason, message, now)
         if status is None:

@@ -25,7 +25,7 @@ from t9kjobs.crds import crd_for
 from t9kjobs.manager import load_plugins
 from t9kjobs.models import API_VERSION
 
-__all__ = ["BASES", "Case", "cases"]
+__all__ = ["BASES", "Case", "cases", "dump", "set_at", "with_raw"]
 
 Path = tuple[str | int, ...]
 Json = Any
@@ -196,11 +196,11 @@ class Case:
 # -- building blocks ---------------------------------------------------------------------------
 
 
-def _dump(doc: Json) -> str:
+def dump(doc: Json) -> str:
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1 << 20)
 
 
-def _set(doc: Json, path: Path, value: Json) -> Json:
+def set_at(doc: Json, path: Path, value: Json) -> Json:
     """`doc` with `value` at `path` (missing parents created as mappings). Only the nodes along
     the path are copied: the rest, and `value`, are shared, so deep values are never walked."""
     if not path:
@@ -211,11 +211,11 @@ def _set(doc: Json, path: Path, value: Json) -> Json:
         child = out_list[head] if head < len(doc) else {}
         if head == len(doc):
             out_list.append(None)
-        out_list[head] = _set(child, rest, value)
+        out_list[head] = set_at(child, rest, value)
         return out_list
     if isinstance(doc, dict):
         out = dict(doc)
-        out[head] = _set(doc.get(head, {}), rest, value)
+        out[head] = set_at(doc.get(head, {}), rest, value)
         return out
     return doc
 
@@ -225,7 +225,7 @@ def _rename(doc: Json, path: Path, new_key: str) -> Json:
     if not isinstance(parent, dict) or path[-1] not in parent:
         return doc
     renamed = {(new_key if k == path[-1] else k): v for k, v in parent.items()}
-    return _set(doc, path[:-1], renamed)
+    return set_at(doc, path[:-1], renamed)
 
 
 def _get(doc: Json, path: Path) -> Json:
@@ -248,9 +248,9 @@ def _show(path: Path) -> str:
 _RAW = "ZZRAWVALUEZZ"
 
 
-def _raw(doc: Json, path: Path, scalar: str) -> str:
+def with_raw(doc: Json, path: Path, scalar: str) -> str:
     """YAML text of `doc` with the plain scalar `scalar` written verbatim at `path`."""
-    return _dump(_set(doc, path, _RAW)).replace(_RAW, scalar, 1)
+    return dump(set_at(doc, path, _RAW)).replace(_RAW, scalar, 1)
 
 
 def _typos(name: str) -> list[str]:
@@ -423,18 +423,18 @@ def _field_cases(kind: str, base: Json, emit: Emit) -> None:
         where = _show(path)
         for label, value, raw in _mutations(node):
             if raw is not None:
-                emit(f"{where}={label}", _raw(base, path, raw))
+                emit(f"{where}={label}", with_raw(base, path, raw))
             else:
-                emit(f"{where}={label}", _set(base, path, value))
+                emit(f"{where}={label}", set_at(base, path, value))
         if isinstance(path[-1], str) and _get(base, path) is not None:
             for typo in _typos(path[-1])[:2]:
                 emit(f"{where}=misspelt:{typo}", _rename(base, path, typo))
         if node.get("type") == "object" and "properties" in node:
-            emit(f"{where}=unknown-field", _set(base, (*path, "unknownField"), 1))
+            emit(f"{where}=unknown-field", set_at(base, (*path, "unknownField"), 1))
         if node.get("type") == "array" and isinstance(node.get("items"), dict):
             item = _get(base, (*path, 0))
             if item is not None:
-                emit(f"{where}=1000-items", _set(base, path, [item] * 1000))
+                emit(f"{where}=1000-items", set_at(base, path, [item] * 1000))
 
 
 def _template_paths(kind: str) -> list[Path]:
@@ -512,17 +512,23 @@ def _template_cases(kind: str, base: Json, emit: Emit) -> None:
     for template in _template_paths(kind):
         for label, below, value in _TEMPLATE_VALUES:
             path = template + below
-            emit(f"{_show(template)}={label}", _set(base, path, value))
+            emit(f"{_show(template)}={label}", set_at(base, path, value))
         for depth in (1000, 5000):
             nested = "[" * depth + "x" + "]" * depth
-            emit(f"{_show(template)}=deep-{depth}", _raw(base, (*template, "spec", "deep"), nested))
+            emit(
+                f"{_show(template)}=deep-{depth}",
+                with_raw(base, (*template, "spec", "deep"), nested),
+            )
         emit(
             f"{_show(template)}=containers-unknown-field",
-            _set(base, (*template, "spec", "containers", 0, "imagee"), "busybox"),
+            set_at(base, (*template, "spec", "containers", 0, "imagee"), "busybox"),
         )
     if kind == "PyTorchTrainingJob":
         nested = "[" * 1000 + "]" * 1000
-        emit("spec.tensorboardSpec=deep-1000", _raw(base, ("spec", "tensorboardSpec", "x"), nested))
+        emit(
+            "spec.tensorboardSpec=deep-1000",
+            with_raw(base, ("spec", "tensorboardSpec", "x"), nested),
+        )
 
 
 def _metadata_cases(kind: str, base: Json, emit: Emit) -> None:
@@ -543,7 +549,7 @@ def _metadata_cases(kind: str, base: Json, emit: Emit) -> None:
         ("name-leading-dash", "-a"),
     ]
     for label, value in names:
-        emit(f"metadata.{label}", _set(base, ("metadata", "name"), value))
+        emit(f"metadata.{label}", set_at(base, ("metadata", "name"), value))
     meta = base["metadata"]
     emit("metadata.generate-name", {**base, "metadata": {"generateName": "fz-"}})
     emit("metadata.missing", {k: v for k, v in base.items() if k != "metadata"})
@@ -735,7 +741,7 @@ _CONFLICTS: dict[str, list[tuple[str, Path, Json]]] = {
 
 def _conflict_cases(kind: str, base: Json, emit: Emit) -> None:
     for label, path, value in _CONFLICTS[kind]:
-        emit(f"conflict:{label}", _set(base, path, value))
+        emit(f"conflict:{label}", set_at(base, path, value))
 
 
 _ALIAS_BOMB = "  lol: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -745,9 +751,9 @@ _ALIAS_BOMB = "  lol: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 def _yaml_cases(kind: str, base: Json) -> Iterator[tuple[str, bytes]]:
     """Mistakes of YAML itself: each case is a whole file."""
-    text = _dump(base)
+    text = dump(base)
     yield "yaml:duplicate-key", (text + "spec:\n  x: 1\n").encode()
-    yield "yaml:duplicate-nested-key", _raw(base, ("metadata", "name"), "a\n  name: b").encode()
+    yield "yaml:duplicate-nested-key", with_raw(base, ("metadata", "name"), "a\n  name: b").encode()
     yield "yaml:alias-bomb", (text.replace("spec:\n", "spec:\n" + _ALIAS_BOMB, 1)).encode()
     yield (
         "yaml:self-reference",
@@ -765,30 +771,30 @@ def _yaml_cases(kind: str, base: Json) -> Iterator[tuple[str, bytes]]:
     yield "yaml:tab-indent", text.replace("\n  ", "\n\t", 1).encode()
     yield "yaml:unclosed-flow", (text + "extra: [1, 2\n").encode()
     yield "yaml:bad-indent", text.replace("\nspec:\n  ", "\nspec:\n   ", 1).encode()
-    yield "yaml:binary-tag", _raw(base, ("metadata", "name"), "!!binary YmFzZQ==").encode()
-    yield "yaml:int-tag-word", _raw(base, ("metadata", "name"), "!!int x").encode()
-    yield "yaml:custom-tag", _raw(base, ("metadata", "name"), "!name base").encode()
+    yield "yaml:binary-tag", with_raw(base, ("metadata", "name"), "!!binary YmFzZQ==").encode()
+    yield "yaml:int-tag-word", with_raw(base, ("metadata", "name"), "!!int x").encode()
+    yield "yaml:custom-tag", with_raw(base, ("metadata", "name"), "!name base").encode()
     yield "yaml:set-tag", text.replace("spec:\n", "spec: !!set\n", 1).encode()
     yield "yaml:null-key", (text.rstrip("\n") + "\n~: 1\n").encode()
     yield "yaml:list-key", (text + "? [a]\n: 1\n").encode()
     yield "yaml:bool-key", (text + "spec2: 1\non: 2\n").encode()
-    yield "yaml:nan", _raw(base, ("metadata", "labels"), "{a: .nan}").encode()
-    yield "yaml:inf-value", _raw(base, ("metadata", "name"), ".inf").encode()
-    yield "yaml:1e400", _raw(base, ("metadata", "name"), "1e400").encode()
-    yield "yaml:10^30-literal", _raw(base, ("metadata", "name"), "1" + "0" * 30).encode()
+    yield "yaml:nan", with_raw(base, ("metadata", "labels"), "{a: .nan}").encode()
+    yield "yaml:inf-value", with_raw(base, ("metadata", "name"), ".inf").encode()
+    yield "yaml:1e400", with_raw(base, ("metadata", "name"), "1e400").encode()
+    yield "yaml:10^30-literal", with_raw(base, ("metadata", "name"), "1" + "0" * 30).encode()
     for template in _template_paths(kind):
         for depth in (1000, 10_001):
             yield (
                 f"yaml:flow-depth-{depth}",
-                _raw(base, (*template, "spec", "deep"), "[" * depth + "]" * depth).encode(),
+                with_raw(base, (*template, "spec", "deep"), "[" * depth + "]" * depth).encode(),
             )
         yield (
             "yaml:block-depth-200",
-            _raw(base, (*template, "spec", "deep"), _block_nesting(200)).encode(),
+            with_raw(base, (*template, "spec", "deep"), _block_nesting(200)).encode(),
         )
     yield (
         "yaml:deep-in-typed-field",
-        _raw(base, ("spec", "runMode"), "[" * 2000 + "]" * 2000).encode(),
+        with_raw(base, ("spec", "runMode"), "[" * 2000 + "]" * 2000).encode(),
     )
     yield (
         "yaml:huge-string-1MiB",
@@ -807,7 +813,7 @@ def _yaml_cases(kind: str, base: Json) -> Iterator[tuple[str, bytes]]:
 
 
 def _set_text(base: Json, path: Path, value: Json) -> bytes:
-    return json.dumps(_set(base, path, value)).encode()
+    return json.dumps(set_at(base, path, value)).encode()
 
 
 def _block_nesting(depth: int) -> str:
@@ -818,7 +824,7 @@ def _block_nesting(depth: int) -> str:
 
 
 def _encoding_cases(base: Json) -> Iterator[tuple[str, bytes]]:
-    text = _dump(base)
+    text = dump(base)
     yield "encoding:utf-16-bom", text.encode("utf-16")
     yield "encoding:utf-16-be-bom", b"\xfe\xff" + text.encode("utf-16-be")
     yield "encoding:utf-16-no-bom", text.encode("utf-16-le")
@@ -872,11 +878,11 @@ def cases() -> list[Case]:
                 batch += 1
                 return
             if isinstance(doc, dict) and _get(doc, ("metadata", "name")) == "base":
-                doc = _set(doc, ("metadata", "name"), name)
-                out.append(Case(f"{_kind}:{label}", _dump(doc).encode(), _kind, True, name))
+                doc = set_at(doc, ("metadata", "name"), name)
+                out.append(Case(f"{_kind}:{label}", dump(doc).encode(), _kind, True, name))
                 batch += 1
             else:
-                out.append(Case(f"{_kind}:{label}", _dump(doc).encode(), _kind))
+                out.append(Case(f"{_kind}:{label}", dump(doc).encode(), _kind))
 
         emit("base", base)
         _field_cases(kind, base, emit)
@@ -884,7 +890,7 @@ def cases() -> list[Case]:
         _conflict_cases(kind, base, emit)
 
         def emit_individual(label: str, doc: Json, *, _kind: str = kind) -> None:
-            out.append(Case(f"{_kind}:{label}", _dump(doc).encode(), _kind))
+            out.append(Case(f"{_kind}:{label}", dump(doc).encode(), _kind))
 
         _top_level_cases(kind, base, emit_individual)
         _metadata_cases(kind, base, emit_individual)
