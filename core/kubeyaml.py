@@ -525,7 +525,7 @@ def _no_constant(name: str) -> Any:
 def _json_documents(text: str) -> list[Document]:
     """A stream of JSON values (kubectl reads a file starting with `{` as JSON)."""
     decoder = json.JSONDecoder(parse_constant=_no_constant)
-    out = []
+    out: list[Document] = []
     position = 0
     while True:
         while position < len(text) and text[position].isspace():

@@ -178,7 +178,7 @@ class Reconciler:
         kind, namespace, name = key
         # The status subresource takes only the status (and the resourceVersion): the spec is
         # not sent, so a job of any size or depth costs the same small write.
-        body = {k: raw[k] for k in ("apiVersion", "kind", "metadata") if k in raw}
+        body: Obj = {k: raw[k] for k in ("apiVersion", "kind", "metadata") if k in raw}
         body["status"] = status
         answer = self.transport.request(
             "PUT", self.job_resources[kind].path(namespace, name, "status"), body=body

@@ -71,11 +71,10 @@ class ServiceOption(ApiModel):
     @field_validator("ports")
     @classmethod
     def _unique_ports(cls, ports: list[ServicePort]) -> list[ServicePort]:
-        for what, values in (
-            ("numbers", [p.port for p in ports]),
-            ("names", [p.name for p in ports]),
-        ):
-            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        numbers = [str(p.port) for p in ports]
+        names = [p.name for p in ports]
+        for what, values in (("numbers", numbers), ("names", names)):
+            repeated = sorted({v for v in values if values.count(v) > 1})
             if repeated:
                 raise ValueError(f"port {what} must be unique; repeated: {', '.join(repeated)}")
         return ports

@@ -19,7 +19,6 @@ from t9kjobs.loading import depth_problem
 
 from .test_informer import ScriptedTransport, pod
 
-
 TRICKY = '[{ not ] a } bracket \\" ['  # brackets, an escaped quote, a backslash
 
 

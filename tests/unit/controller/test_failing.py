@@ -127,7 +127,7 @@ def test_a_plugin_that_raises_fails_the_job_once_not_on_every_retry(
     h.reconciler.reconcile(KEY)
     [status] = status_writes(h.fake)
     assert status["phase"] == "Failed"
-    ok, reason, message = condition(status, "Failed")
+    _, reason, message = condition(status, "Failed")
     assert reason == "OperatorError" and "KeyError: 'containers'" in message
     h.reconcile_stored()
     h.reconcile_stored()
@@ -147,6 +147,6 @@ def test_a_job_nested_too_deep_fails_alone_with_a_small_status_write(
     h.reconciler.reconcile(KEY)
     [write] = [b for m, p, b in h.fake.requests if p.endswith("/status")]
     assert "spec" not in write  # the status subresource needs the status only
-    ok, reason, message = condition(write["status"], "Failed")
+    _, reason, message = condition(write["status"], "Failed")
     assert reason == "InvalidSpec" and "nested deeper than 100 levels" in message
     assert h.fake.posted("pods") == []
