@@ -125,10 +125,6 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
                         f"cannot resolve {var}{hint}",
                     )
                 )
-    if spec.service is not None:
-        names = [p.name for p in spec.service.ports]
-        for dup in sorted({n for n in names if names.count(n) > 1}):
-            problems.append(Problem("spec.service.ports", f"port name {dup!r} is repeated"))
     problems += run_mode_problems(spec.run_mode, sizes)
     return problems
 
