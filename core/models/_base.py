@@ -14,10 +14,10 @@ import typing
 from functools import cache
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
+from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ApiModel", "dump", "nullable_names", "wire_names"]
+__all__ = ["ApiModel", "dump", "field_spellings", "nullable_names", "wire_names"]
 
 
 class ApiModel(BaseModel):
@@ -49,19 +49,29 @@ def _admits_none(annotation: Any) -> bool:
     return False
 
 
-def _spellings(name: str, info: Any) -> list[str]:
+def field_spellings(name: str, info: Any) -> list[str]:
+    """Every wire name pydantic accepts for a field (its python name aside)."""
+    out: list[str] = []
     choices = info.validation_alias
-    if isinstance(choices, AliasChoices):
-        return [c for c in choices.choices if isinstance(c, str)]
     if isinstance(choices, str):
-        return [choices]
-    return [info.alias or name]
+        out.append(choices)
+    elif isinstance(choices, AliasChoices):
+        for choice in choices.choices:
+            if isinstance(choice, str):
+                out.append(choice)
+            elif isinstance(choice, AliasPath) and len(choice.path) == 1:
+                out.append(str(choice.path[0]))
+    elif isinstance(choices, AliasPath) and len(choices.path) == 1:
+        out.append(str(choices.path[0]))
+    if not out:
+        out.append(info.alias or name)
+    return list(dict.fromkeys(out))
 
 
 @cache
 def wire_names(model: type[BaseModel]) -> frozenset[str]:
     """Every spelling of every field of `model` on the wire."""
-    return frozenset(s for n, f in model.model_fields.items() for s in _spellings(n, f))
+    return frozenset(s for n, f in model.model_fields.items() for s in field_spellings(n, f))
 
 
 @cache
@@ -71,7 +81,7 @@ def nullable_names(model: type[BaseModel]) -> frozenset[str]:
         s
         for name, info in model.model_fields.items()
         if _admits_none(info.annotation)
-        for s in _spellings(name, info)
+        for s in field_spellings(name, info)
     )
 
 

@@ -7,15 +7,14 @@ minutes on two cores.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
 from t9kjobs.manager import PluginManager, load_plugins
-from tests.cluster import Cluster, cluster_dir, fresh_namespace, local_cluster
+from tests.e2e.conftest import cluster, namespace
 from tests.fuzz.generator import Case, cases
 from tests.fuzz.runner import Outcome, run_cases
+
+__all__ = ["cluster", "namespace"]  # the fixtures of the e2e tier, for this one's cluster tests
 
 CLUSTER_TESTS = ("test_admission.py", "test_live.py")
 
@@ -46,18 +45,3 @@ def corpus() -> list[Case]:
 def validated(corpus: list[Case]) -> dict[str, Outcome]:
     """`t9kjobs validate` on every case, two at a time: case id -> outcome."""
     return {o.case_id: o for o in run_cases(corpus, "validate")}
-
-
-@pytest.fixture(scope="package")
-def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
-    """The KWOK cluster: reused when already running, else started (and stopped after)."""
-    env = dict(os.environ)
-    env.pop("T9KJOBS_NODES", None)  # KWOK nodes: the fuzz tier needs no real pods
-    with local_cluster(pytestconfig, cluster_dir(), "kwok", env) as started:
-        yield started
-
-
-@pytest.fixture
-def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(cluster, request.node.name) as name:
-        yield name

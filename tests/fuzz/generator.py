@@ -570,40 +570,33 @@ def _metadata_cases(kind: str, base: Json, emit: Emit) -> None:
         emit(f"metadata.{label}", {**base, "metadata": {**meta, **extra}})
 
 
+_MISSING = object()
+
+
 def _top_level_cases(kind: str, base: Json, emit: Emit) -> None:
-    for label, value in (
-        ("missing", None),
-        ("wrong-group", "batch/v1"),
-        ("v1beta2", "batch.tensorstack.dev/v1beta2"),
-        ("int", 1),
-    ):
-        doc = dict(base)
-        if value is None:
-            del doc["apiVersion"]
-        else:
-            doc["apiVersion"] = value
-        emit(f"apiVersion={label}", doc)
-    for label, value in (
-        ("missing", None),
-        ("unknown", "FooJob"),
-        ("lowercase", kind.lower()),
-        ("mapping", {"name": kind}),
-        ("list", [kind]),
-        ("int", 1),
-    ):
-        doc = dict(base)
-        if value is None:
-            del doc["kind"]
-        else:
-            doc["kind"] = value
-        emit(f"kind={label}", doc)
-    for label, value in (("missing", ...), ("null", None), ("list", []), ("string", "x")):
-        doc = dict(base)
-        if value is ...:
-            del doc["spec"]
-        else:
-            doc["spec"] = value
-        emit(f"spec={label}", doc)
+    variants: dict[str, list[tuple[str, Any]]] = {
+        "apiVersion": [
+            ("missing", _MISSING),
+            ("wrong-group", "batch/v1"),
+            ("v1beta2", "batch.tensorstack.dev/v1beta2"),
+            ("int", 1),
+        ],
+        "kind": [
+            ("missing", _MISSING),
+            ("unknown", "FooJob"),
+            ("lowercase", kind.lower()),
+            ("mapping", {"name": kind}),
+            ("list", [kind]),
+            ("int", 1),
+        ],
+        "spec": [("missing", _MISSING), ("null", None), ("list", []), ("string", "x")],
+    }
+    for key, values in variants.items():
+        for label, value in values:
+            doc = {k: v for k, v in base.items() if k != key}
+            if value is not _MISSING:
+                doc[key] = value
+            emit(f"{key}={label}", doc)
     emit("spec=empty", {**base, "spec": {}})
     emit("top-level-unknown-field", {**base, "colour": "red"})
     emit("status-junk", {**base, "status": {"phase": 7, "tasks": "x"}})

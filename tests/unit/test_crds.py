@@ -23,6 +23,7 @@ from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import ApiModel, JobSpec, JobStatus, ReplicaSpec
+from t9kjobs.models._base import field_spellings
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS_DIR = REPO / "crds"
@@ -130,19 +131,10 @@ def model_nodes(model: type[BaseModel], node: Json) -> Iterator[tuple[type[BaseM
     yield model, node
     props = node.get("properties", {})
     for name, info in model.model_fields.items():
-        wire = names_of(name, info)[0]
+        wire = field_spellings(name, info)[0]
         if wire in props:
             for sub, sub_node in _field_models(info.annotation, props[wire]):
                 yield from model_nodes(sub, sub_node)
-
-
-def names_of(name: str, info: Any) -> list[str]:
-    alias = info.validation_alias
-    if isinstance(alias, AliasChoices):
-        return [c for c in alias.choices if isinstance(c, str)]
-    if isinstance(alias, str):
-        return [alias]
-    return [info.alias or name]
 
 
 def rules(node: Json) -> list[str]:
@@ -309,7 +301,7 @@ def test_every_alias_spelling_is_a_property(
         for model, node in model_nodes(info.spec_model, spec_schema(all_crds[kind])):
             props = node.get("properties", {})
             for name, field in model.model_fields.items():
-                names = names_of(name, field)
+                names = field_spellings(name, field)
                 if len(names) < 2:
                     continue
                 seen += 1
@@ -365,7 +357,7 @@ def test_rules_declared_on_models_are_copied(
                 copied += 1
             for name, field in model.model_fields.items():
                 for rule in _rules_in(field.json_schema_extra):
-                    prop = node["properties"][names_of(name, field)[0]]
+                    prop = node["properties"][field_spellings(name, field)[0]]
                     assert rule in rules(prop), f"{kind} {model.__name__}.{name}"
                     copied += 1
     assert copied >= 6
