@@ -33,6 +33,7 @@ __all__ = [
     "load_job",
     "parse_job",
     "problems_from_validation_error",
+    "submitted",
 ]
 
 # Levels of nesting a manifest may have (the job itself is level 1). A pod template needs about
@@ -192,3 +193,13 @@ def load_job(manifest: dict[str, Any], manager: PluginManager) -> tuple[Job, lis
     if any(p.severity == "error" for p in found):
         raise JobError(found)
     return job, found
+
+
+def submitted(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """A manifest as the API server takes it on submission: without a status (it drops one;
+    the operator writes the status), and a warning when there was one."""
+    if "status" not in manifest:
+        return manifest, []
+    dropped = {k: v for k, v in manifest.items() if k != "status"}
+    note = "ignored: the API server drops a submitted status; the operator writes it"
+    return dropped, [Problem("status", note, "warning")]

@@ -16,7 +16,7 @@ import yaml
 
 from t9kjobs.cli.crds import add_crds_parser
 from t9kjobs.cli.operator import add_operator_parser
-from t9kjobs.loading import JobError, Unreadable, load_documents, load_job
+from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.models import Job
 from t9kjobs.render import render_job
@@ -48,8 +48,10 @@ def _documents(path: str) -> list[dict[str, Any]]:
 
 def _checked(where: str, doc: dict[str, Any], manager: PluginManager) -> Job | None:
     """The job of one document, its warnings and errors printed with `where` in front."""
+    doc, ignored = submitted(doc)
     try:
         job, warnings = load_job(doc, manager)
+        warnings = ignored + warnings
     except JobError as exc:
         for p in exc.problems:
             print(f"{where}: {p}", file=sys.stderr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from t9kjobs.loading import JobError, Unreadable, check_job, load_documents, parse_job
+from t9kjobs.loading import JobError, Unreadable, check_job, load_documents, parse_job, submitted
 from t9kjobs.manager import PluginManager
 from tests.fuzz.generator import Case
 
@@ -39,8 +39,9 @@ def cli_verdict(case: Case, manager: PluginManager) -> CliVerdict:
     schema: list[str] = []
     semantic: list[str] = []
     for doc in docs:
+        job_doc, _ = submitted(doc)
         try:
-            job = parse_job(doc, manager)
+            job = parse_job(job_doc, manager)
         except JobError as exc:
             schema += [str(p) for p in exc.problems]
             continue
