@@ -33,6 +33,7 @@ __all__ = [
     "load_job",
     "parse_job",
     "problems_from_validation_error",
+    "spec_schema",
     "submitted",
 ]
 
@@ -142,7 +143,8 @@ def _metadata(manifest: dict[str, Any], problems: list[Problem]) -> ObjectMeta |
 
 
 @lru_cache(maxsize=64)
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
+def spec_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The CRD schema of a spec model (cached): the names an unknown field may have meant."""
     return openapi_schema(model)
 
 
@@ -164,7 +166,7 @@ def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
             manifest["spec"], by_alias=True, by_name=False, strict=True
         )
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "spec", _schema(info.spec_model)))
+        problems.extend(problems_from_validation_error(exc, "spec", spec_schema(info.spec_model)))
     try:
         status = info.status_model.model_validate(manifest.get("status") or {})
     except ValidationError as exc:

@@ -1,26 +1,29 @@
-"""Run `t9kjobs validate` / `render` on every case, each in a forked child with a time and a
-memory limit, and sort what came out: valid, refused (every line naming a field or a line of the
-file), unreadable (one line, exit 2), or a failure (traceback, signal, hang, memory blow-up,
-a line without a location).
+"""Run `t9kjobs validate` / `render` on every case and sort what came out: valid, refused (every
+line naming a field or a line of the file), unreadable (one line, exit 2), or a failure
+(traceback, signal, hang, memory blow-up, a line without a location).
 
-Forking from a process that has imported the CLI and loaded the plugins costs a few
-milliseconds, where a fresh `t9kjobs` process costs a few hundred: the whole corpus runs in about
-a minute on two cores.
+The CLI runs in worker processes forked from one that has imported it and loaded the plugins,
+each with a memory limit, one case after another (a few milliseconds each, where a fresh
+`t9kjobs` process costs a few hundred). A case that outlives its time limit is a hang: its
+worker is killed and replaced; one that crashes or kills its worker is a crash, and the worker
+is replaced too, so that no case runs in a worker a bad case left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import multiprocessing
 import os
 import re
 import resource
 import signal
-import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from tests.fuzz.generator import Case
@@ -28,7 +31,7 @@ from tests.fuzz.generator import Case
 __all__ = ["Outcome", "line_problem", "run_cases"]
 
 TIMEOUT_SECONDS = 20.0
-# Address space a child may add to what it inherits: a job the CLI would expand without bound
+# Address space a worker may add to what it inherits: a job the CLI would expand without bound
 # (replicas: 2^31, an alias bomb) hits it as a MemoryError instead of taking the machine.
 EXTRA_ADDRESS_SPACE = 1 << 30
 
@@ -39,6 +42,7 @@ _LINE = re.compile(
     r"^(?P<file>[^:\[]+)(\[\d+\])?: (warning: )?" + _FIELD + r": \S"
     r"|^(?P<file2>[^:\[]+):\d+:\d+: \S"
 )
+_CRASHED = 99  # the exit code a worker reports for an exception out of main()
 
 
 @dataclass(frozen=True)
@@ -59,67 +63,24 @@ def line_problem(line: str) -> bool:
     return bool(_LINE.match(line))
 
 
-def _classify(case_id: str, command: str, status: int, out: str, err: str) -> Outcome:
-    if os.WIFSIGNALED(status):
-        sig = signal.Signals(os.WTERMSIG(status)).name
-        return Outcome(case_id, command, "crash", None, out, err, f"killed by {sig}")
-    code = os.WEXITSTATUS(status)
+def _classify(case_id: str, command: str, code: int, out: str, err: str) -> Outcome:
     lines = [line for line in err.splitlines() if line.strip()]
-    if (
-        "Traceback (most recent call last)" in err
-        or "internal error" in err
-        or code
-        not in (
-            0,
-            1,
-            2,
-        )
-    ):
+    if code not in (0, 1, 2) or "Traceback (most recent call last)" in err:
         return Outcome(case_id, command, "crash", code, out, err, "traceback")
+    if "internal error" in err:
+        return Outcome(case_id, command, "crash", code, out, err, "internal error")
     if code == 0:
         return Outcome(case_id, command, "valid", code, out, err)
     if code == 2:
-        ok = len(lines) == 1
-        return Outcome(
-            case_id,
-            command,
-            "unreadable" if ok else "crash",
-            code,
-            out,
-            err,
-            "" if ok else "exit 2 must come with exactly one line",
-        )
+        if len(lines) == 1:
+            return Outcome(case_id, command, "unreadable", code, out, err)
+        return Outcome(case_id, command, "crash", code, out, err, "exit 2 takes one line")
     if not lines:
         return Outcome(case_id, command, "crash", code, out, err, "exit 1 without a message")
     unlocated = [line for line in lines if not line_problem(line)]
     if unlocated:
         return Outcome(case_id, command, "crash", code, out, err, f"no location: {unlocated[0]}")
     return Outcome(case_id, command, "invalid", code, out, err)
-
-
-def _child(command: str, path: str, out_fd: int, err_fd: int) -> None:
-    """In the forked child: run the CLI and exit with its code (99 for an exception)."""
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    sys.stdout = os.fdopen(1, "w", closefd=False)
-    sys.stderr = os.fdopen(2, "w", closefd=False)
-    code = 99
-    try:
-        soft = _address_space() + EXTRA_ADDRESS_SPACE
-        resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
-        from t9kjobs.cli.main import main
-
-        code = main([command, path])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
 
 
 def _address_space() -> int:
@@ -129,14 +90,66 @@ def _address_space() -> int:
     return 0
 
 
-@dataclass
-class _Running:
-    case: Case
-    command: str
-    pid: int
-    started: float
-    out: tempfile._TemporaryFileWrapper[bytes]
-    err: tempfile._TemporaryFileWrapper[bytes]
+def _serve(conn: Connection, command: str) -> None:
+    """A worker: run the CLI on each path received, answer (code, stdout, stderr)."""
+    soft = _address_space() + EXTRA_ADDRESS_SPACE
+    resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
+    from t9kjobs.cli.main import main
+
+    while True:
+        path = conn.recv()
+        if path is None:
+            return
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([command, path])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                traceback.print_exc(file=err)
+                code = _CRASHED
+        conn.send((code, out.getvalue(), err.getvalue()))
+
+
+def _warm() -> None:
+    """Import and cache in the parent what every worker would load again: the CLI, the
+    plugins, each kind's schema (for "did you mean")."""
+    import t9kjobs.cli.main  # noqa: F401
+    from t9kjobs.loading import spec_schema
+    from t9kjobs.manager import load_plugins
+
+    for info in load_plugins().kinds.values():
+        spec_schema(info.spec_model)
+
+
+class _Worker:
+    def __init__(self, command: str) -> None:
+        self.conn, child = multiprocessing.get_context("fork").Pipe()
+        self.process = multiprocessing.get_context("fork").Process(
+            target=_serve, args=(child, command), daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.case: Case | None = None
+        self.started = 0.0
+
+    def give(self, case: Case, path: str) -> None:
+        self.case, self.started = case, time.monotonic()
+        self.conn.send(path)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid or 0, signal.SIGKILL)
+        self.process.join()
+        self.conn.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.process.join(5)
+        if self.process.is_alive():
+            self.kill()
 
 
 def _path_for(case: Case, workdir: Path, index: int) -> str:
@@ -149,50 +162,58 @@ def _path_for(case: Case, workdir: Path, index: int) -> str:
     return str(path)
 
 
-def _finish(run: _Running, status: int, hung: bool) -> Outcome:
-    run.out.seek(0)
-    run.err.seek(0)
-    out = run.out.read().decode(errors="replace")
-    err = run.err.read().decode(errors="replace")
-    run.out.close()
-    run.err.close()
-    if hung:
-        return Outcome(run.case.id, run.command, "hang", None, out, err, "timed out")
-    return _classify(run.case.id, run.command, status, out, err)
+def _answer(worker: _Worker, command: str) -> Outcome:
+    assert worker.case is not None
+    case_id = worker.case.id
+    try:
+        code, out, err = worker.conn.recv()
+    except (EOFError, OSError):
+        worker.process.join()
+        died = worker.process.exitcode or 0
+        name = signal.Signals(-died).name if died < 0 else f"exit {died}"
+        return Outcome(case_id, command, "crash", None, "", "", f"worker died: {name}")
+    return _classify(case_id, command, int(code), str(out), str(err))
 
 
 def run_cases(
     cases: Iterable[Case], command: str, *, workers: int = 2, timeout: float = TIMEOUT_SECONDS
 ) -> Iterator[Outcome]:
     """`t9kjobs <command> <file>` on every case, `workers` at a time; outcomes as they end."""
-    from t9kjobs.manager import load_plugins
+    _warm()
+    pool = [_Worker(command) for _ in range(workers)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="t9kjobs-fuzz-") as tmp:
+            pending = [(c, _path_for(c, Path(tmp), i)) for i, c in enumerate(cases)]
+            yield from _drive(pool, pending, command, timeout)
+    finally:
+        for worker in pool:
+            worker.stop()
 
-    load_plugins()  # warm: every child inherits the loaded plugins and compiled models
-    pending = list(cases)
-    running: dict[int, _Running] = {}
-    with tempfile.TemporaryDirectory(prefix="t9kjobs-fuzz-") as tmp:
-        workdir = Path(tmp)
-        index = 0
-        while pending or running:
-            while pending and len(running) < workers:
-                case = pending.pop(0)
-                path = _path_for(case, workdir, index)
-                index += 1
-                # Open for as long as the child runs; `_finish` closes them.
-                out = tempfile.TemporaryFile(dir=tmp)  # noqa: SIM115
-                err = tempfile.TemporaryFile(dir=tmp)  # noqa: SIM115
-                pid = os.fork()
-                if pid == 0:
-                    _child(command, path, out.fileno(), err.fileno())
-                running[pid] = _Running(case, command, pid, time.monotonic(), out, err)
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if pid:
-                yield _finish(running.pop(pid), status, hung=False)
-                continue
-            now = time.monotonic()
-            for pid, run in list(running.items()):
-                if now - run.started > timeout:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    yield _finish(running.pop(pid), 0, hung=True)
-            time.sleep(0.002)
+
+def _drive(
+    pool: list[_Worker], pending: list[tuple[Case, str]], command: str, timeout: float
+) -> Iterator[Outcome]:
+    """Feed the cases to idle workers; replace a worker that crashed or hung."""
+    while pending or any(w.case is not None for w in pool):
+        for worker in pool:
+            if worker.case is None and pending:
+                worker.give(*pending.pop(0))
+        busy = {w.conn: w for w in pool if w.case is not None}
+        for conn in wait(list(busy), timeout=0.05):
+            worker = busy[conn]
+            outcome = _answer(worker, command)
+            yield outcome
+            if outcome.verdict == "crash":
+                _replace(pool, worker, command)
+            else:
+                worker.case = None
+        for worker in [w for w in pool if w.case is not None]:
+            if time.monotonic() - worker.started > timeout:
+                assert worker.case is not None
+                yield Outcome(worker.case.id, command, "hang", None, "", "", "timed out")
+                _replace(pool, worker, command)
+
+
+def _replace(pool: list[_Worker], worker: _Worker, command: str) -> None:
+    worker.kill()
+    pool[pool.index(worker)] = _Worker(command)
