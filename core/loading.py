@@ -138,7 +138,7 @@ def _metadata(manifest: dict[str, Any], problems: list[Problem]) -> ObjectMeta |
     try:
         return ObjectMeta.model_validate(given, strict=True)
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "metadata"))
+        problems.extend(problems_from_validation_error(exc, "metadata", given))
         return None
 
 
@@ -166,11 +166,15 @@ def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
             manifest["spec"], by_alias=True, by_name=False, strict=True
         )
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "spec", spec_schema(info.spec_model)))
+        problems.extend(
+            problems_from_validation_error(
+                exc, "spec", manifest["spec"], spec_schema(info.spec_model)
+            )
+        )
     try:
         status = info.status_model.model_validate(manifest.get("status") or {})
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "status"))
+        problems.extend(problems_from_validation_error(exc, "status", manifest.get("status")))
     if problems or meta is None or spec is None or status is None:
         raise JobError(problems)
     return Job(

@@ -19,7 +19,14 @@ from pydantic_core import ErrorDetails
 
 from t9kjobs.kinds import Problem
 
-__all__ = ["describe", "did_you_mean", "problems_from_validation_error", "schema_at"]
+__all__ = [
+    "describe",
+    "did_you_mean",
+    "field_parts",
+    "path_of",
+    "problems_from_validation_error",
+    "schema_at",
+]
 
 Json = dict[str, Any]
 
@@ -45,19 +52,32 @@ _YAML_BOOLEANS = (
 )
 
 
-def path_of(prefix: str, loc: Iterable[int | str]) -> str:
-    """`spec.replicaSpecs[0].replicas` from a pydantic location (union member tags dropped)."""
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not _UNION_TAG.match(part):
-            out += f".{part}" if out else part
+def field_parts(loc: tuple[int | str, ...], data: Any, missing: bool = False) -> list[int | str]:
+    """The field names and indices of a pydantic location, its union member tags dropped.
+
+    A part is a field when the validated data has it there (so a key spelt like a class name,
+    `Queue`, stays); else a tag when it looks like one; the last part of a `missing` error is
+    the missing field itself."""
+    out: list[int | str] = []
+    node = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        indexed = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if indexed or (isinstance(node, dict) and part in node):
+            out.append(part)
+            node = node[part]
+        elif (last and missing) or not (isinstance(part, str) and _UNION_TAG.match(part)):
+            out.append(part)
+            node = None
     return out
 
 
-def _parts(loc: Iterable[int | str]) -> list[int | str]:
-    return [p for p in loc if isinstance(p, int) or not _UNION_TAG.match(p)]
+def path_of(prefix: str, parts: Iterable[int | str]) -> str:
+    """`spec.replicaSpecs[0].replicas` from field parts."""
+    out = prefix
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 def describe(value: Any) -> str:
@@ -103,13 +123,13 @@ def schema_at(schema: Json | None, parts: Iterable[int | str]) -> Json | None:
     return node
 
 
-def _message(err: ErrorDetails, schema: Json | None) -> str:
+def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> str:
     kind, given = err["type"], err.get("input")
     ctx = err.get("ctx") or {}
-    if kind == "extra_forbidden":
-        parent = schema_at(schema, _parts(err["loc"])[:-1])
+    if kind == "extra_forbidden" and parts:
+        parent = schema_at(schema, parts[:-1])
         names = list((parent or {}).get("properties") or {})
-        return "unknown field" + did_you_mean(_parts(err["loc"])[-1], names)
+        return "unknown field" + did_you_mean(parts[-1], names)
     if kind == "missing":
         return "required field is missing"
     if kind == "literal_error":
@@ -135,16 +155,18 @@ def _message(err: ErrorDetails, schema: Json | None) -> str:
 
 
 def problems_from_validation_error(
-    exc: ValidationError, prefix: str, schema: Json | None = None
+    exc: ValidationError, prefix: str, data: Any = None, schema: Json | None = None
 ) -> list[Problem]:
     """One Problem per field path; the alternatives of a union are merged into one line.
 
-    `schema` is the structural schema of what was validated (the CRD's), for the names an
-    unknown field may have meant."""
+    `data` is what was validated (to tell field names from union tags in pydantic's
+    locations), `schema` its structural schema (the CRD's), for the names an unknown field may
+    have meant."""
     by_path: dict[str, list[str]] = {}
     for err in exc.errors():
-        path = path_of(prefix, err["loc"])
-        msg = _message(err, schema)
+        parts = field_parts(tuple(err["loc"]), data, missing=err["type"] == "missing")
+        path = path_of(prefix, parts)
+        msg = _message(err, parts, schema)
         if msg not in by_path.setdefault(path, []):
             by_path[path].append(msg)
     return [Problem(path, " or ".join(msgs)) for path, msgs in by_path.items()]
