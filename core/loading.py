@@ -20,7 +20,7 @@ from t9kjobs.crds import openapi_schema
 from t9kjobs.kinds import Problem
 from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 from t9kjobs.manager import PluginManager
-from t9kjobs.messages import did_you_mean, problems_from_validation_error
+from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
 from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
 
 __all__ = [
@@ -102,7 +102,7 @@ def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
 def _iter_meta_problems(manifest: dict[str, Any], manager: PluginManager) -> Iterator[Problem]:
     for key in manifest:
         if key not in _TOP_LEVEL:
-            yield Problem(str(key), "unknown field" + did_you_mean(key, _TOP_LEVEL))
+            yield Problem(path_of("", [key]), "unknown field" + did_you_mean(key, _TOP_LEVEL))
     api_version = manifest.get("apiVersion")
     if api_version != API_VERSION:
         yield Problem("apiVersion", f"must be {API_VERSION!r}, got {api_version!r}")
@@ -128,9 +128,8 @@ def _metadata(manifest: dict[str, Any], problems: list[Problem]) -> ObjectMeta |
         return None
     for key in given:
         if key not in OBJECT_META_FIELDS:
-            problems.append(
-                Problem(f"metadata.{key}", "unknown field" + did_you_mean(key, OBJECT_META_FIELDS))
-            )
+            hint = did_you_mean(key, OBJECT_META_FIELDS)
+            problems.append(Problem(path_of("metadata", [key]), "unknown field" + hint))
     generated = given.get("generateName")
     if given.get("name") is None and isinstance(generated, str):
         # Named by the API server: the prefix and five random characters.

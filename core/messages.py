@@ -10,6 +10,7 @@ spellings the API server accepts.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -32,8 +33,10 @@ Json = dict[str, Any]
 
 # Union members show up in pydantic locations as `literal['A','B']`, a class name or a type.
 _UNION_TAG = re.compile(
-    r"^(literal\[.*\]|[A-Z]\w*|list\[.*\]|dict\[.*\]|str|int|bool|float|function-.*)$"
+    r"^(literal\[.*\]|[A-Z]\w*|list\[.*\]|dict\[.*\]|str|int|bool|float|function-.*|\[key\])$"
 )
+# Keys written plainly in a path; any other is quoted: `labels["app.kubernetes.io/name"]`.
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_$-]+$")
 
 _WANTED = {
     "int_type": "an integer",
@@ -76,7 +79,12 @@ def path_of(prefix: str, parts: Iterable[int | str]) -> str:
     """`spec.replicaSpecs[0].replicas` from field parts."""
     out = prefix
     for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.match(part):
+            out += f"[{json.dumps(part)}]"
+        else:
+            out += f".{part}" if out else part
     return out
 
 
@@ -151,6 +159,8 @@ def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> 
         elif wanted == "an integer" and isinstance(given, float) and given.is_integer():
             hint = " (beyond what a 64-bit integer holds)" if abs(given) >= 2**63 else ""
         return f"must be {wanted}, got {describe(given)}{hint}"
+    if kind == "string_pattern_mismatch":
+        return f"must match {ctx.get('pattern')}, got {describe(given)}"
     return str(err["msg"]).removeprefix("Value error, ")
 
 

@@ -97,7 +97,8 @@ def _cmd_validate(args: argparse.Namespace, manager: PluginManager) -> int:
             if _checked(where, doc, manager) is None:
                 failed = True
                 continue
-            name = (doc.get("metadata") or {}).get("name", "?")
+            meta = doc.get("metadata") or {}
+            name = meta.get("name") or f"{meta.get('generateName', '')}<generated>"
             print(f"{where}: {doc.get('kind')} {name} is valid")
     return 2 if unreadable else 1 if failed else 0
 

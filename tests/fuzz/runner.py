@@ -37,7 +37,7 @@ EXTRA_ADDRESS_SPACE = 1 << 30
 
 # A problem line: `<file>[<doc>]: [warning: ]<field path>: <message>`, or for a problem of the
 # YAML text itself `<file>:<line>:<column>: <message>`.
-_FIELD = r"[A-Za-z0-9_$-][^\s:]*"
+_FIELD = r'[A-Za-z0-9_$-](?:[A-Za-z0-9_$.-]|\[\d+\]|\["[^"]*"\])*'  # a["b c"][0].d
 _LINE = re.compile(
     r"^(?P<file>[^:\[]+)(\[\d+\])?: (warning: )?" + _FIELD + r": \S"
     r"|^(?P<file2>[^:\[]+):\d+:\d+: \S"
