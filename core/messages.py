@@ -160,7 +160,7 @@ def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> 
             hint = " (beyond what a 64-bit integer holds)" if abs(given) >= 2**63 else ""
         return f"must be {wanted}, got {describe(given)}{hint}"
     if kind == "string_pattern_mismatch":
-        return f"must match {ctx.get('pattern')}, got {describe(given)}"
+        return f"{err['msg']}, got {describe(given)}"
     return str(err["msg"]).removeprefix("Value error, ")
 
 

@@ -95,7 +95,6 @@ NAME_RULE = {
     f" && self.metadata.name.matches('{NAME_PATTERN}')",
     "message": f"a job name must be a lowercase DNS label of at most {MAX_NAME_LENGTH} characters"
     " starting with a letter: it names the job's pods and Services",
-    "fieldPath": ".metadata.name",
     "reason": "FieldValueInvalid",
 }
 

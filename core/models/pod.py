@@ -107,8 +107,8 @@ class VolumeShape(_Shape):
 
 
 _UNIQUE_NAMES = (
-    "(has(self.containers) ? self.containers : []).map(c, c.name)"
-    " + (has(self.initContainers) ? self.initContainers : []).map(c, c.name)"
+    "((has(self.containers) ? self.containers : []).map(c, c.name)"
+    " + (has(self.initContainers) ? self.initContainers : []).map(c, c.name))"
 )
 
 
