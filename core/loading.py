@@ -10,6 +10,7 @@ walks it: no pod template needs that many levels, and the operator must not recu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -25,6 +26,7 @@ from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_OBJECT_BYTES",
     "JobError",
     "Unreadable",
     "check_job",
@@ -42,6 +44,8 @@ __all__ = [
 MAX_DEPTH = 100
 
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+# What etcd stores of one object (its --max-request-bytes default): 1.5 MiB.
+MAX_OBJECT_BYTES = 1536 * 1024
 
 
 class JobError(Exception):
@@ -202,7 +206,20 @@ def load_job(manifest: dict[str, Any], manager: PluginManager) -> tuple[Job, lis
 
 def submitted(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     """A manifest as the API server takes it on submission: without a status (it drops one;
-    the operator writes the status), and a warning when there was one."""
+    the operator writes the status), and a warning when there was one. A manifest larger
+    than etcd stores is a JobError."""
+    size = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_OBJECT_BYTES:
+        biggest = max(manifest, key=lambda k: len(json.dumps(manifest[k])), default="spec")
+        raise JobError(
+            [
+                Problem(
+                    path_of("", [str(biggest)]),
+                    f"the job takes {size} bytes as JSON; the API server stores at most"
+                    f" {MAX_OBJECT_BYTES} (etcd's limit)",
+                )
+            ]
+        )
     if "status" not in manifest:
         return manifest, []
     dropped = {k: v for k, v in manifest.items() if k != "status"}

@@ -48,8 +48,8 @@ def _documents(path: str) -> list[dict[str, Any]]:
 
 def _checked(where: str, doc: dict[str, Any], manager: PluginManager) -> Job | None:
     """The job of one document, its warnings and errors printed with `where` in front."""
-    doc, ignored = submitted(doc)
     try:
+        doc, ignored = submitted(doc)
         job, warnings = load_job(doc, manager)
         warnings = ignored + warnings
     except JobError as exc:

@@ -1,6 +1,6 @@
 """Pydantic models of what every kind shares. Each plugin owns the spec model of its kind."""
 
-from t9kjobs.models._base import ApiModel, dump
+from t9kjobs.models._base import ApiModel, drop_nulls, dump
 from t9kjobs.models.bounds import (
     INT32_MAX,
     MAX_ARGS,
@@ -101,5 +101,6 @@ __all__ = [
     "SchedulePolicy",
     "T9kScheduler",
     "TaskStatus",
+    "drop_nulls",
     "dump",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ApiModel", "dump", "field_spellings", "nullable_names", "wire_names"]
+__all__ = ["ApiModel", "drop_nulls", "dump", "field_spellings", "nullable_names", "wire_names"]
 
 
 class ApiModel(BaseModel):
@@ -83,6 +83,13 @@ def nullable_names(model: type[BaseModel]) -> frozenset[str]:
         if _admits_none(info.annotation)
         for s in field_spellings(name, info)
     )
+
+
+def drop_nulls(value: Any) -> Any:
+    """A mapping without its null values (the API server prunes them); anything else as is."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

@@ -70,7 +70,8 @@ class _OneSpelling(ApiModel):
         if isinstance(data, dict):
             for info in cls.model_fields.values():
                 if isinstance(info.validation_alias, AliasChoices):
-                    given = [c for c in info.validation_alias.choices if c in data]
+                    # A null spelling is absent (the API server prunes it).
+                    given = [c for c in info.validation_alias.choices if data.get(c) is not None]
                     if len(given) > 1:
                         names = " or ".join(f"`{c}`" for c in given)
                         raise ValueError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
@@ -105,6 +105,7 @@ _QUALIFIED_NAME = (
     r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+MAX_ANNOTATIONS_BYTES = 256 * 1024  # Kubernetes' TotalAnnotationSizeLimitB
 _RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[-+]\d{2}:\d{2})$"
 QualifiedName = Annotated[str, Field(max_length=316, pattern=_QUALIFIED_NAME)]
 LabelValue = Annotated[str, Field(max_length=63, pattern=_LABEL_VALUE)]
@@ -150,6 +151,17 @@ class ObjectMeta(BaseModel):
     deletion_grace_period_seconds: int | None = Field(
         default=None, alias="deletionGracePeriodSeconds"
     )
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations_size(cls, annotations: dict[str, str]) -> dict[str, str]:
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+        if size > MAX_ANNOTATIONS_BYTES:
+            raise ValueError(
+                f"annotations take {size} bytes; the API server takes at most"
+                f" {MAX_ANNOTATIONS_BYTES} (keys and values together)"
+            )
+        return annotations
 
 
 class Job(BaseModel):

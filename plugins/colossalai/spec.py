@@ -27,7 +27,7 @@ from t9kjobs.models import (
     RunMode,
     SchedulePolicy,
 )
-from t9kjobs.plugins.colossalai.launch import script_problem, torchrun_options
+from t9kjobs.plugins.colossalai.launch import script_problem
 
 __all__ = [
     "LAUNCHER",
@@ -73,9 +73,13 @@ class ColossalAIRunPolicy(ApiModel):
     )
 
 
+# `launch.script_problem` in CEL: a plain Python file, or -m and a plain module name (plain: what
+# shlex.quote leaves alone, so the worker's shell needs no quoting).
+_PLAIN_TARGET = "matches('^[A-Za-z0-9_@%+=:,./-]+$')"
 _SCRIPT_RULE = (
-    "self.script[0].endsWith('.py') || (self.script[0] == '-m' && self.script.size() >= 2"
-    " && !self.script[1].endsWith('.py'))"
+    f"self.script[0] == '-m' ? (self.script.size() >= 2 && !self.script[1].startsWith('-')"
+    f" && !self.script[1].endsWith('.py') && self.script[1].{_PLAIN_TARGET})"
+    f" : (self.script[0].endsWith('.py') && self.script[0].{_PLAIN_TARGET})"
 )
 
 
@@ -88,7 +92,7 @@ class TorchConfig(ApiModel):
                 {
                     "rule": _SCRIPT_RULE,
                     "message": "script must start with a Python file (*.py) or with -m and a"
-                    " module name",
+                    " module name, without spaces or shell characters",
                 }
             ]
         }
@@ -123,12 +127,6 @@ class TorchConfig(ApiModel):
         if problem is not None:
             raise ValueError(f"script: {problem}")
         return script
-
-    @field_validator("extra_args")
-    @classmethod
-    def _extra_args(cls, extra_args: list[str]) -> list[str]:
-        torchrun_options(extra_args)  # raises ValueError naming the bad element
-        return extra_args
 
 
 class ColossalAIReplicaSpec(ApiModel):

@@ -74,7 +74,7 @@ class RunType(ApiModel):
         # AliasChoices keeps the first spelling found; both present would drop one silently.
         if isinstance(data, dict):
             for canonical, alias in (("module", "Module"), ("exec", "Exec")):
-                if canonical in data and alias in data:
+                if data.get(canonical) is not None and data.get(alias) is not None:
                     raise ValueError(f"set run.{canonical} or its alias run.{alias}, not both")
         return data
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from t9kjobs.models import (
     MAX_PODS,
@@ -19,14 +19,20 @@ from t9kjobs.models import (
     ReplicaSpec,
     RunMode,
     SchedulePolicy,
+    drop_nulls,
 )
 
 __all__ = ["MAX_REPLICA_TYPES", "FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
-FinishRule = dict[
-    str,
-    Annotated[list[Annotated[int, Field(ge=0, le=MAX_REPLICAS)]], Field(max_length=MAX_REPLICAS)],
+FinishRule = Annotated[
+    dict[
+        str,
+        Annotated[
+            list[Annotated[int, Field(ge=0, le=MAX_REPLICAS)]], Field(max_length=MAX_REPLICAS)
+        ],
+    ],
+    BeforeValidator(drop_nulls),  # a null entry is absent, as the API server prunes it
 ]
 _RULES = Annotated[list[FinishRule], Field(max_length=MAX_RULES)]
 _PORT_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

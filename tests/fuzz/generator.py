@@ -719,6 +719,9 @@ _CONFLICTS: dict[str, list[tuple[str, Path, Json]]] = {
         ("launcher-2-replicas", ("spec", "replicaSpecs", 0, "replicas"), 2),
         ("script-shell", ("spec", "torchConfig", "script"), ["train.sh"]),
         ("script-m-only", ("spec", "torchConfig", "script"), ["-m"]),
+        ("script-space", ("spec", "torchConfig", "script"), ["my train.py"]),
+        ("script-m-file", ("spec", "torchConfig", "script"), ["-m", "pkg/train.py"]),
+        ("script-unicode", ("spec", "torchConfig", "script"), ["tr\u0430in.py"]),
         ("extra-args-bad", ("spec", "torchConfig", "extraArgs"), ["max_restarts"]),
         ("ssh-relative", ("spec", "ssh", "authMountPath"), "root/.ssh"),
         ("type-other", ("spec", "replicaSpecs", 1, "type"), "ps"),
@@ -797,6 +800,8 @@ def _yaml_cases(kind: str, base: Json) -> Iterator[tuple[str, bytes]]:
         "yaml:huge-string-2MiB",
         _set_text(base, ("metadata", "annotations"), {"a": "x" * (2 << 20)}),
     )
+    env = (*_template_paths(kind)[0], "spec", "containers", 0, "env", 0, "value")
+    yield "yaml:huge-env-2MiB", _set_text(base, env, "x" * (2 << 20))
     yield (
         "yaml:huge-list",
         _set_text(

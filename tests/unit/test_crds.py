@@ -104,8 +104,10 @@ def structural_problems(schema: Json) -> list[str]:
             problems.append(f"{where}: numeric exclusiveMinimum")
         if "default" in node and node["default"] is None:
             problems.append(f"{where}: null default")
-        if "enum" in node and None in node["enum"] and not node.get("nullable"):
-            problems.append(f"{where}: null in the enum of a non-nullable node")
+        if node.get("nullable"):
+            problems.append(f"{where}: nullable (the API server would keep a null, not prune it)")
+        if "enum" in node and None in node["enum"]:
+            problems.append(f"{where}: null in an enum (the API server refuses a null there)")
     return problems
 
 
@@ -251,14 +253,14 @@ def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Json]) ->
     assert port["targetPort"] == {
         "description": port["targetPort"]["description"],
         "x-kubernetes-int-or-string": True,
-        "nullable": True,
         "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         "maxLength": 15,
         "minimum": 1,
         "maximum": 65535,
     }
     assert port["port"]["minimum"] == 1 and port["port"]["maximum"] == 65535
-    assert spec["service"]["nullable"] is True
+    # Optional, not nullable: the API server prunes an explicit null (null means absent).
+    assert "nullable" not in spec["service"] and "service" not in spec.get("required", [])
     rule = spec["successRules"]["items"]
     assert rule["type"] == "object"
     assert rule["additionalProperties"] == {
@@ -287,7 +289,7 @@ def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
     replicas = spec["replicaSpecs"]["items"]["properties"]["replicas"]
     assert (replicas["minimum"], replicas["default"]) == (0, 1)
     phase = root_schema(all_crds["GenericJob"])["properties"]["status"]["properties"]["phase"]
-    assert phase["nullable"] is True and phase["enum"][-1] is None
+    assert "nullable" not in phase and None not in phase["enum"]
 
 
 # -- aliases ---------------------------------------------------------------------------------
@@ -581,7 +583,7 @@ def test_a_third_party_kind_gets_a_crd() -> None:
     assert thing["description"] == "The thing."
     props = thing["properties"]
     assert set(props) == {"size", "mode", "procs", "enabled", "enable", "on"}
-    assert props["mode"]["enum"] == ["a", "b", None]
+    assert props["mode"]["enum"] == ["a", "b"]  # optional: a null is pruned, never compared
     assert props["procs"] == {
         "description": "A number or gpu.",
         "x-kubernetes-int-or-string": True,
