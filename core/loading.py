@@ -208,6 +208,8 @@ def submitted(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     """A manifest as the API server takes it on submission: without a status (it drops one;
     the operator writes the status), and a warning when there was one. A manifest larger
     than etcd stores is a JobError."""
+    if depth_problem(manifest) is not None:
+        return manifest, []  # parse_job refuses it, before anything walks it
     size = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
     if size > MAX_OBJECT_BYTES:
         biggest = max(manifest, key=lambda k: len(json.dumps(manifest[k])), default="spec")

@@ -513,7 +513,7 @@ def _template_cases(kind: str, base: Json, emit: Emit) -> None:
         for label, below, value in _TEMPLATE_VALUES:
             path = template + below
             emit(f"{_show(template)}={label}", set_at(base, path, value))
-        for depth in (1000, 5000):
+        for depth in (990, 1000, 5000):
             nested = "[" * depth + "x" + "]" * depth
             emit(
                 f"{_show(template)}=deep-{depth}",
