@@ -94,7 +94,9 @@ def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
         if not isinstance(value, dict | list):
             continue
         if depth > limit:
-            shown = path if len(path) <= 80 else path[:77] + "..."
+            # A long path is cut between two of its parts: `spec.x[0][0]...`.
+            cut = path[:80]
+            shown = path if len(path) <= 80 else cut[: max(cut.rfind("["), cut.rfind("."))] + "..."
             return Problem(shown or "spec", f"nested deeper than {limit} levels")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
