@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo demo-sim clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +39,12 @@ unit: $(STAMP)
 
 check: lint typecheck layers
 
-# Regenerate crds/ from the models (a unit test fails while crds/ is stale).
+# Regenerate crds/ from the models, and the tables of docs/api.md from crds/ (unit tests fail
+# while either is stale).
 crds: $(STAMP)
 	$(BIN)/t9kjobs crds --output-dir crds
 	$(BIN)/python hack/sync_chart_crds.py
+	$(BIN)/python hack/gen_api_doc.py
 
 # helm and hadolint into ~/.cache/t9kjobs/bin/tools (the unit tests install them when missing).
 tools:
@@ -73,9 +75,13 @@ plugin-guide: $(STAMP)
 test: $(STAMP) check conformance
 	$(BIN)/pytest tests
 
-# A local control plane, the operator, one example job of every kind run to completion.
+# A local control plane with a real node, the operator, one job of every kind training for real.
 demo: $(STAMP)
 	$(BIN)/python hack/demo.py
+
+# The same on KWOK nodes, with simulated pods (seconds, once the control plane is built).
+demo-sim: $(STAMP)
+	$(BIN)/python hack/demo.py --sim
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -78,7 +78,8 @@ class JobHooks:
         what its validators check). Return an empty list when the job is valid. Each `Problem`
         names the field path as the user wrote it (`spec.worker.replicas`,
         `spec.replicaSpecs[0].template.spec.containers`): `t9kjobs validate` prints one line per
-        problem. Warnings (severity "warning") are shown but do not stop the job.
+        problem. Warnings (severity "warning") are shown but do not stop the job; the operator
+        also posts each as a Warning event (`SpecWarning`) whenever it creates pods.
         """
 
     @hookspec(firstresult=True)
@@ -103,6 +104,9 @@ class JobHooks:
         non-empty `list` of `str` (not a tuple, no numbers: `str(n)`), the same for the same
         job and pod, or None to keep the container's own command and args (GenericJob). Read
         `pod`, do not change it (that is `t9kjobs_mutate_pod`'s job). Not called in debug mode.
+        A launch command replaces the resume overrides of command and args too: a kind that
+        returns one for every pod declares its `runMode` as
+        `t9kjobs.models.GeneratedCommandRunMode`, which refuses them instead of dropping them.
         """
 
     @hookspec(firstresult=True)
@@ -149,8 +153,9 @@ class JobHooks:
         replica that will be retried is `Restarting`, not `Failed`; before any pod exists all
         are `Creating`; the list is empty for a job without replicas. Return a Verdict when the
         job succeeded or failed, else None: none while no replica has finished, `Failed` (never
-        `Succeeded`) when a replica failed for good decides, with a message naming the pod and
-        its exit code (`<job>-worker-0 failed with exit code 137`) and a CamelCase reason.
+        `Succeeded`) when a replica failed for good decides, with a message naming the pod, its
+        exit code and container (`ReplicaState.failure`: `<job>-worker-0 failed with exit code
+        137 (container worker)`) and a CamelCase reason.
         Judge from `replicas` and the spec only, never from `job.status`: the same replicas give
         the same verdict. The engine derives phase, conditions, aggregate and tasks, and never
         asks again once the job finished (a finished job never regresses).

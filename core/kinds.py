@@ -61,13 +61,16 @@ class ReplicaState:
     exit_code: int | None = None
     final: bool = False
     restarts: int = 0
+    # The container whose exit code `exit_code` is (the training container when it exited).
+    container: str | None = None
 
     @property
     def failure(self) -> str:
-        """`<pod> failed with exit code N` (no code when none is known): how every message
-        about a failed replica names it."""
+        """`<pod> failed with exit code N (container C)` (no code or container when none is
+        known): how every message about a failed replica names it."""
         code = f" with exit code {self.exit_code}" if self.exit_code is not None else ""
-        return f"{self.name} failed{code}"
+        container = f" (container {self.container})" if self.container else ""
+        return f"{self.name} failed{code}{container}"
 
     @property
     def succeeded(self) -> bool:

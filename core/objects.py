@@ -18,8 +18,11 @@ from t9kjobs.models import Job, RestartRule
 
 __all__ = [
     "ANNOTATION_INCARNATION",
+    "ANNOTATION_LAUNCH_COMMAND",
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
+    "ENV_LAUNCH_COMMAND",
+    "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
@@ -28,6 +31,7 @@ __all__ = [
     "Obj",
     "config_map",
     "find_container",
+    "gpu_count",
     "headless_service",
     "new_pod",
     "object_key",
@@ -52,6 +56,11 @@ ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
 ANNOTATION_STOP_WHEN_FINISHED = "batch.tensorstack.dev/stop-when-finished"
 # A digest of the pod spec the engine created the pod from.
 ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
+# In debug mode, the command line the pod would run outside it (shell-quoted), on the pod and
+# in the training container's environment, so that it can be run by hand.
+ANNOTATION_LAUNCH_COMMAND = "batch.tensorstack.dev/launch-command"
+ENV_LAUNCH_COMMAND = "T9KJOBS_LAUNCH_COMMAND"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass
@@ -163,6 +172,21 @@ def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
             if c.get("name") == preferred:
                 return c
     return containers[0] if containers else None
+
+
+def gpu_count(container: Obj) -> int | None:
+    """The container's nvidia.com/gpu limit, else its request, when a whole number.
+
+    What a kind sizes its processes per pod by, when the user leaves that to the GPUs
+    (PyTorchTrainingJob `procPerNode: gpu`, DeepSpeedJob `slotsPerWorker`).
+    """
+    resources = container.get("resources") or {}
+    for key in ("limits", "requests"):
+        value = (resources.get(key) or {}).get(GPU_RESOURCE)
+        if value is not None:
+            text = str(value)
+            return int(text) if text.isascii() and text.isdigit() else None
+    return None
 
 
 def set_env(container: Obj, values: dict[str, str]) -> None:

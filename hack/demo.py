@@ -1,15 +1,25 @@
 """`make demo`: the product end to end on a local control plane.
 
 Starts the local cluster (building it the first time), installs the CRDs, starts the operator,
-submits one example job of each kind with simulated pods, prints their progress until all have
-finished, shows what they left behind, and tears everything down. A cluster that was already
-running is reused and left running.
+submits one example job of each kind, prints their progress until all have finished, shows
+what they left behind, and tears everything down. A cluster that was already running is reused
+and left running.
+
+Two ways (docs/cluster.md):
+* `make demo` (default): one real node, where every kind trains a small model for real on CPU
+  from its runnable example (`examples/*/mlp-cpu.yaml`), and the demo prints a few lines of each
+  job's training log: every rank, and its loss going down. Its cluster is the real tier's
+  (`<cache>/cluster-real`), unless a real cluster runs at `T9KJOBS_CLUSTER_DIR`.
+* `make demo-sim` (`--sim`): KWOK nodes, where each pod of four other examples runs 8 s and
+  exits 0 (the simulation annotations `sim.t9kjobs.dev/*`).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,30 +34,67 @@ from t9kjobs.testing.simulation import simulate, without_claims
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "t9k-demo"
-EXAMPLES = [
+# Trained for real on the real node: the examples that say they run as written there.
+REAL_EXAMPLES = [
+    "examples/genericjob/mlp-cpu.yaml",
+    "examples/pytorchtrainingjob/mlp-cpu.yaml",
+    "examples/deepspeedjob/mlp-cpu.yaml",
+    "examples/colossalaijob/mlp-cpu.yaml",
+]
+# Simulated on KWOK nodes: pods run RUN_SECONDS and exit 0.
+SIM_EXAMPLES = [
     "examples/genericjob/torch-ddp.yaml",
     "examples/pytorchtrainingjob/master-worker.yaml",
     "examples/deepspeedjob/gpt-pretrain.yaml",
     "examples/colossalaijob/minimal.yaml",
 ]
 RUN_SECONDS = 8
-TIMEOUT = 300
+TIMEOUT = 600
+# What examples/../mlp.py prints when a rank finished.
+DONE = re.compile(
+    r"done rank=(\d+) world=\d+ first_loss=\S+ last_loss=\S+ steps=\d+ in_sync=(?:True|False)"
+)
 
 
-def cluster_dir() -> Path:
+def cache_root() -> Path:
+    return Path(os.environ.get("T9KJOBS_CACHE") or Path.home() / ".cache" / "t9kjobs")
+
+
+def configured_dir() -> Path:
     if os.environ.get("T9KJOBS_CLUSTER_DIR"):
         return Path(os.environ["T9KJOBS_CLUSTER_DIR"])
-    cache = Path(os.environ.get("T9KJOBS_CACHE") or Path.home() / ".cache" / "t9kjobs")
-    return cache / "cluster"
+    return cache_root() / "cluster"
+
+
+def running_mode(directory: Path) -> str | None:
+    """ "kwok" or "real" when a cluster runs at `directory`, else None."""
+    env = {**os.environ, "T9KJOBS_CLUSTER_DIR": str(directory)}
+    status = subprocess.run(
+        ["bash", str(REPO / "hack/cluster/status.sh")], capture_output=True, env=env
+    )
+    if status.returncode != 0:
+        return None
+    text = (directory / "cluster.env").read_text()
+    return "real" if "\nMODE=real" in f"\n{text}" else "kwok"
+
+
+def cluster_dir(real: bool) -> Path:
+    """Where the demo's cluster runs: the configured one when it is of the right mode (or
+    nothing runs there, for KWOK); for a real node otherwise the real tier's dir beside it."""
+    configured = configured_dir()
+    mode = running_mode(configured)
+    if not real:
+        return configured
+    return configured if mode == "real" else cache_root() / "cluster-real"
 
 
 def say(text: str) -> None:
     print(f"\n==> {text}", flush=True)
 
 
-def cluster_env() -> dict[str, str]:
+def cluster_env(directory: Path) -> dict[str, str]:
     env = {}
-    for line in (cluster_dir() / "cluster.env").read_text().splitlines():
+    for line in (directory / "cluster.env").read_text().splitlines():
         if "=" in line and not line.startswith("#"):
             key, _, value = line.partition("=")
             env[key] = value
@@ -67,13 +114,29 @@ class Kubectl:
         return proc.stdout
 
 
-def demo_jobs() -> list[dict[str, Any]]:
+def demo_jobs(real: bool) -> list[dict[str, Any]]:
     jobs = []
-    for path in EXAMPLES:
+    for path in REAL_EXAMPLES if real else SIM_EXAMPLES:
         doc = yaml.safe_load((REPO / path).read_text())
         doc["metadata"]["namespace"] = NAMESPACE
-        jobs.append(simulate(without_claims(doc), exit_code=0, seconds=RUN_SECONDS))
+        if not real:
+            doc = simulate(without_claims(doc), exit_code=0, seconds=RUN_SECONDS)
+        jobs.append(doc)
     return jobs
+
+
+def training_lines(kubectl: Kubectl, job: dict[str, Any]) -> list[str]:
+    """Each rank's last line (`done rank=R world=W first_loss=X last_loss=Y ...`), from the
+    logs of the job's pods that are left (the launchers print their workers' lines too)."""
+    name = job["metadata"]["name"]
+    selector = f"tensorstack.dev/owner-name={name}"
+    pods = json.loads(kubectl("get", "pods", "-n", NAMESPACE, "-l", selector, "-o", "json"))
+    by_rank: dict[int, str] = {}
+    for pod in pods["items"]:
+        log = kubectl("logs", "-n", NAMESPACE, pod["metadata"]["name"], check=False)
+        for found in DONE.finditer(log):
+            by_rank[int(found.group(1))] = found.group(0)
+    return [by_rank[rank] for rank in sorted(by_rank)]
 
 
 def progress(kubectl: Kubectl) -> list[dict[str, Any]]:
@@ -91,7 +154,7 @@ def print_table(jobs: list[dict[str, Any]], elapsed: float) -> None:
         print(f"    {name:45} {status.get('phase') or '-':10} {counts}")
 
 
-def run(kubectl: Kubectl, env: dict[str, str], log_path: Path) -> bool:
+def run(kubectl: Kubectl, env: dict[str, str], log_path: Path, real: bool) -> bool:
     say("installing the CRDs generated from the plugins' models")
     print(install_crds(f"{env['BIN_DIR']}/kubectl", env["KUBECONFIG"]), end="")
 
@@ -110,11 +173,18 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path) -> bool:
     )  # fmt: skip
     try:
         kubectl("create", "namespace", NAMESPACE, check=False)
-        say(
-            f"submitting one job of each kind; KWOK runs every pod {RUN_SECONDS}s and exits 0"
-            " (annotations sim.t9kjobs.dev/*)"
-        )
-        for job in demo_jobs():
+        if real:
+            say(
+                "submitting one job of each kind (examples/*/mlp-cpu.yaml); each trains a small"
+                " MLP for real over gloo on CPU, launched the way its kind launches it"
+            )
+        else:
+            say(
+                f"submitting one job of each kind; KWOK runs every pod {RUN_SECONDS}s and exits"
+                " 0 (annotations sim.t9kjobs.dev/*)"
+            )
+        examples = demo_jobs(real)
+        for job in examples:
             print(kubectl("apply", "-f", "-", input=yaml.safe_dump(job)), end="")
         say("progress (kubectl get t9k -n t9k-demo), until every job has finished")
         started = time.monotonic()
@@ -124,12 +194,18 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path) -> bool:
             done = [
                 j for j in jobs if (j.get("status") or {}).get("phase") in ("Succeeded", "Failed")
             ]
-            if len(done) == len(EXAMPLES):
+            if len(done) == len(examples):
                 break
             if operator.poll() is not None or time.monotonic() - started > TIMEOUT:
                 print(log_path.read_text()[-3000:])
                 return False
             time.sleep(2)
+        if real:
+            say("what they trained: each rank's last line, its loss at the first and last step")
+            for job in jobs:
+                print(f"    {job['kind']}/{job['metadata']['name']}:")
+                for line in training_lines(kubectl, job) or ["(no training log left)"]:
+                    print(f"        {line}")
         say("the jobs' events")
         ours = "involvedObject.apiVersion=batch.tensorstack.dev/v1beta1"
         events = ("events", "-n", NAMESPACE, "--sort-by=.lastTimestamp", "--field-selector", ours)
@@ -150,26 +226,40 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path) -> bool:
         log.close()
 
 
-def main() -> int:
-    started_here = (
-        subprocess.run(
-            ["bash", str(REPO / "hack/cluster/status.sh")], capture_output=True
-        ).returncode
-        != 0
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sim", action="store_true", help="KWOK nodes and simulated pods (make demo-sim)"
     )
+    real = not parser.parse_args(argv).sim
+    directory = cluster_dir(real)
+    script_env = {**os.environ, "T9KJOBS_CLUSTER_DIR": str(directory)}
+    if real:
+        script_env["T9KJOBS_NODES"] = "real"
+    mode = running_mode(directory)
+    if mode is not None and mode != ("real" if real else "kwok"):
+        print(
+            f"a {mode} cluster runs at {directory}: stop it first (make cluster-down)",
+            file=sys.stderr,
+        )
+        return 2
+    started_here = mode is None
     if started_here:
-        say("starting the local control plane (the first run builds it from Go sources)")
-        subprocess.run(["bash", str(REPO / "hack/cluster/up.sh")], check=True)
-    env = cluster_env()
+        what = "with one real node" if real else "with KWOK nodes"
+        say(f"starting the local control plane {what} (the first run builds it: docs/cluster.md)")
+        subprocess.run(["bash", str(REPO / "hack/cluster/up.sh")], check=True, env=script_env)
+    env = cluster_env(directory)
     kubectl = Kubectl(env)
     ok = False
     try:
         with tempfile.TemporaryDirectory(prefix="t9k-demo-") as tmp:
-            ok = run(kubectl, env, Path(tmp) / "operator.log")
+            ok = run(kubectl, env, Path(tmp) / "operator.log", real)
     finally:
         if started_here:
             say("tearing down the local control plane")
-            subprocess.run(["bash", str(REPO / "hack/cluster/down.sh")], check=False)
+            subprocess.run(
+                ["bash", str(REPO / "hack/cluster/down.sh")], check=False, env=script_env
+            )
         else:
             kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
     say("demo " + ("finished: every job Succeeded" if ok else "FAILED"))
@@ -177,4 +267,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -18,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,6 +57,19 @@ class JobLog(logging.LoggerAdapter[logging.Logger]):
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
         kwargs.setdefault("extra", {}).update(self.extra or {})
         return msg, kwargs
+
+
+def _with_warnings(the_plan: Plan, found: list[Problem]) -> Plan:
+    """The Plan, with a Warning event per validation warning when it creates pods.
+
+    Warnings say how the pods differ from what the user wrote (a command the operator replaces),
+    so they are said when pods are built from the spec: at the start, a restart, a relaunch.
+    """
+    warnings = [p for p in found if p.severity == "warning"]
+    if not warnings or not any(o["kind"] == "Pod" for o in the_plan.create):
+        return the_plan
+    said = [Event("Warning", "SpecWarning", f"{p.path}: {p.message}") for p in warnings]
+    return replace(the_plan, events=(*said, *the_plan.events))
 
 
 class Reconciler:
@@ -97,7 +111,8 @@ class Reconciler:
         jlog = JobLog(log, {"kind": kind, "job": f"{namespace}/{name}"})
         try:
             job = parse_job(raw, self.manager)
-            problems = [p for p in check_job(job, self.manager) if p.severity == "error"]
+            found = check_job(job, self.manager)
+            problems = [p for p in found if p.severity == "error"]
             if problems:
                 raise JobError(problems)
         except JobError as exc:
@@ -107,7 +122,7 @@ class Reconciler:
             self._cannot_handle(key, raw, exc, jlog)
             return None
         try:
-            return self._sync(key, raw, job, jlog)
+            return self._sync(key, raw, job, found, jlog)
         except CannotHandle as exc:
             self._cannot_handle(key, raw, exc.__cause__ or exc, jlog)
             return None
@@ -122,9 +137,11 @@ class Reconciler:
             self._retrying(key, exc)
             raise
 
-    def _sync(self, key: JobKey, raw: Obj, job: Job, jlog: JobLog) -> float | None:
+    def _sync(
+        self, key: JobKey, raw: Obj, job: Job, found: list[Problem], jlog: JobLog
+    ) -> float | None:
         namespace = key[1]
-        the_plan = self._plan(job)
+        the_plan = _with_warnings(self._plan(job), found)
         if the_plan.delete or not the_plan.create:
             self._settle_status(key, raw, the_plan, jlog)  # first: see the module docstring
             self._apply(namespace, raw, the_plan, jlog)

@@ -12,7 +12,6 @@ __all__ = [
     "MAX_ARGS",
     "MAX_NAME_LENGTH",
     "MAX_PODS",
-    "MAX_PORTS",
     "MAX_REPLICAS",
     "MAX_REPLICA_TYPES",
     "MAX_RULES",
@@ -27,9 +26,8 @@ MAX_PODS = 1000
 MAX_REPLICA_TYPES = 32
 # Items of an argument list (command, args, script, launcher options).
 MAX_ARGS = 1024
-# Success and failure rules of a GenericJob; ports of its per-replica Services.
+# Success and failure rules of a GenericJob.
 MAX_RULES = 32
-MAX_PORTS = 64
 # Counts with no natural bound (restarts, seconds, slots): Kubernetes' int32.
 INT32_MAX = 2**31 - 1
 

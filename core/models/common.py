@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import INT32_MAX, MAX_ARGS, MAX_REPLICA_TYPES, MAX_REPLICAS
@@ -26,6 +34,9 @@ __all__ = [
     "CleanUpPolicy",
     "DebugMode",
     "ElasticConfig",
+    "GeneratedCommandPauseMode",
+    "GeneratedCommandResumeSpec",
+    "GeneratedCommandRunMode",
     "PauseMode",
     "ReplicaDebugSet",
     "ReplicaSpec",
@@ -95,16 +106,24 @@ class RestartPolicy(ApiModel):
 
 
 class RestartRule(ApiModel):
-    """A restart policy in normal form: `limit` is None where the string form sets no limit."""
+    """A replica's restart policy in normal form, as the engine applies it.
+
+    `limit` is the replica's own restart limit; None means none, for kinds whose
+    `restartPolicy` is a string only and whose restarts are bounded by the job's
+    `runPolicy.backoffLimit` (DeepSpeedJob, PyTorchTrainingJob). A kind with neither would
+    restart a failing replica for ever.
+    """
 
     policy: RestartPolicyType
     limit: int | None = None
 
     @classmethod
     def of(cls, value: RestartPolicyType | RestartPolicy) -> RestartRule:
-        if isinstance(value, RestartPolicy):
-            return cls(policy=value.policy, limit=value.limit)
-        return cls(policy=value)
+        """A `restartPolicy` that has the object form: the string form is that policy with the
+        object form's default limit (0), as the GenericJob and ColossalAIJob references say."""
+        if isinstance(value, str):
+            value = RestartPolicy(policy=value)
+        return cls(policy=value.policy, limit=value.limit)
 
 
 class ReplicaDebugSet(ApiModel):
@@ -194,6 +213,62 @@ class RunMode(ApiModel):
     @property
     def debugging(self) -> bool:
         return not self.paused and self.debug is not None and self.debug.enabled
+
+
+_GENERATED_COMMAND = (
+    "cannot be set on resume in this kind: the operator generates the command of every pod"
+    " (the launcher, sshd), so it would be dropped; resumeSpecs may only skip init containers"
+)
+
+
+def _refused_on_resume(field: str) -> Any:
+    return Field(default=None, description=f"Not allowed: `{field}` {_GENERATED_COMMAND}.")
+
+
+class GeneratedCommandResumeSpec(ResumeSpec):
+    """How to start the replicas of one type when the job resumes: the command is generated."""
+
+    # The engine sets such a kind's launch command after the resume overrides, so `command` and
+    # `args` would be dropped without a word: they are refused, here and at admission.
+
+    model_config = ResumeSpec.model_config | ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"!has(self.{field})",
+                    "message": f"`{field}` {_GENERATED_COMMAND}",
+                    "fieldPath": f".{field}",
+                    "reason": "FieldValueForbidden",
+                }
+                for field in ("command", "args")
+            ]
+        }
+    )
+
+    command: list[str] | None = _refused_on_resume("command")
+    args: list[str] | None = _refused_on_resume("args")
+
+    @field_validator("command", "args")
+    @classmethod
+    def _refused(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        # Called only for a value the user wrote (even null): the CRD refuses any value too.
+        raise ValueError(f"`{info.field_name}` {_GENERATED_COMMAND}")
+
+
+class GeneratedCommandPauseMode(PauseMode):
+    """Pause mode whose resumeSpecs may only skip init containers."""
+
+    resume_specs: list[GeneratedCommandResumeSpec] = Field(  # type: ignore[assignment]
+        default_factory=list,
+        description="Per replica type overrides used when resuming: skipInitContainer only.",
+    )
+
+
+class GeneratedCommandRunMode(RunMode):
+    """The run mode of a kind whose operator generates every pod's command (DeepSpeedJob,
+    ColossalAIJob): resume overrides of command and args are refused."""
+
+    pause: GeneratedCommandPauseMode | None = Field(default=None, description="Pause mode.")
 
 
 class RunPolicy(ApiModel):
@@ -351,7 +426,9 @@ class ReplicaSpec(ApiModel):
     )
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default="OnFailure",
-        description="Always, OnFailure, Never or ExitCode, or the object form {policy, limit}.",
+        description="How a finished replica is restarted: the object form {policy, limit}"
+        " (limit defaults to 0) or a policy name (Always, OnFailure, Never, ExitCode) with"
+        " limit 0. Defaults to OnFailure, limit 0.",
     )
     template: PodTemplate = Field(
         default_factory=dict, description="The pod template of this replica type."

@@ -3,8 +3,17 @@ and cross-cutting mutations applied by the engine, the same way for every kind."
 
 from __future__ import annotations
 
+import shlex
+
 from t9kjobs.models import Job, Lifecycle, ReplicaDebugSet, ResumeSpec
-from t9kjobs.objects import DesiredPod, find_container
+from t9kjobs.objects import (
+    ANNOTATION_LAUNCH_COMMAND,
+    ENV_LAUNCH_COMMAND,
+    DesiredPod,
+    Obj,
+    find_container,
+    set_env,
+)
 from t9kjobs.planner.types import EngineHooks
 
 __all__ = ["desired_pods"]
@@ -20,15 +29,20 @@ def desired_pods(
     """Every pod of the job in its current run mode (not called while paused).
 
     Debug mode replaces the training container's command (the replica type's override, else
-    the pod's own debug command, else the kind's default) and may drop init containers.
-    After a pause, `resumeSpecs` override command, args and init containers. The cross-cutting
-    mutations learn which child kinds the cluster lacks, so that a pod never depends on one.
+    the pod's own debug command, else the kind's default) and may drop init containers; the
+    command the pod would run outside debug mode is shown on it, to be run by hand.
+    After a pause, `resumeSpecs` override command, args and init containers (a launch command
+    replaces command and args again: kinds with one refuse them, `GeneratedCommandRunMode`).
+    The cross-cutting mutations learn which child kinds the cluster lacks, so that a pod never
+    depends on one.
     """
     pods = hooks.build_pods(job)
     mode = life.run_mode
     for pod in pods:
         container = find_container(pod.manifest, pod.training_container)
         if mode.debugging and mode.debug is not None:
+            if container is not None:
+                _show_launch_command(pod, container, hooks.build_launch_command(job, pod))
             override = _by_type(mode.debug.replica_specs, pod.replica_type)
             assert override is None or isinstance(override, ReplicaDebugSet)
             command = (
@@ -60,3 +74,19 @@ def desired_pods(
                 container.pop("args", None)
         hooks.mutate_pod(job, pod, absent_kinds)
     return pods
+
+
+def _show_launch_command(pod: DesiredPod, container: Obj, launch: list[str] | None) -> None:
+    """Put the command a debug-mode pod would run outside debug mode where a user finds it: the
+    pod's annotation `batch.tensorstack.dev/launch-command` (shell-quoted) and the same line in
+    the training container's `$T9KJOBS_LAUNCH_COMMAND`, so that
+    `kubectl exec -it POD -- bash -c 'eval "$T9KJOBS_LAUNCH_COMMAND"'` runs it. A container
+    that relies on its image's entrypoint has no command the engine knows: nothing is shown."""
+    argv = launch
+    if argv is None and container.get("command"):
+        argv = [*container["command"], *(container.get("args") or [])]
+    if argv is None:
+        return
+    line = shlex.join(str(a) for a in argv)
+    pod.manifest["metadata"].setdefault("annotations", {})[ANNOTATION_LAUNCH_COMMAND] = line
+    set_env(container, {ENV_LAUNCH_COMMAND: line})

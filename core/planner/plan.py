@@ -28,8 +28,10 @@ from t9kjobs.models import (
 )
 from t9kjobs.objects import (
     ANNOTATION_INCARNATION,
+    ANNOTATION_LAUNCH_COMMAND,
     ANNOTATION_SPEC_HASH,
     ANNOTATION_STOP_WHEN_FINISHED,
+    ENV_LAUNCH_COMMAND,
     LABEL_REPLICA_TYPE,
     DesiredPod,
     Obj,
@@ -412,7 +414,8 @@ def _phase_and_conditions(
             True,
             "DebugMode",
             "the job is in debug mode (spec.runMode.debug): pods run the debug command and"
-            " their exits do not finish the job",
+            " their exits do not finish the job; a pod's launch command is in its"
+            f" annotation {ANNOTATION_LAUNCH_COMMAND} and in ${ENV_LAUNCH_COMMAND}",
             ts,
         )
     elif up or status.phase == "Running":

@@ -14,7 +14,7 @@ from t9kjobs.kinds import ReplicaState
 from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle
 from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod, Obj
 
-__all__ = ["Assessment", "assess", "exit_code_of", "pod_state"]
+__all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state"]
 
 
 def pod_state(pod: Obj | None) -> str:
@@ -25,8 +25,9 @@ def pod_state(pod: Obj | None) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
-def exit_code_of(pod: Obj, training_container: str | None) -> int | None:
-    """The exit code of the training container, else the first non-zero one, if terminated."""
+def exit_of(pod: Obj, training_container: str | None) -> tuple[str, int] | None:
+    """(container, exit code) of the training container, else of the first container with a
+    non-zero one, else of the first that terminated; None while none has terminated."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     codes: dict[str, int] = {}
     for cs in statuses:
@@ -36,11 +37,17 @@ def exit_code_of(pod: Obj, training_container: str | None) -> int | None:
         if terminated and terminated.get("exitCode") is not None:
             codes[str(cs.get("name"))] = int(terminated["exitCode"])
     if training_container in codes:
-        return codes[str(training_container)]
-    nonzero = [c for c in codes.values() if c != 0]
+        return str(training_container), codes[str(training_container)]
+    nonzero = [(name, code) for name, code in codes.items() if code != 0]
     if nonzero:
         return nonzero[0]
-    return next(iter(codes.values()), None)
+    return next(iter(codes.items()), None)
+
+
+def exit_code_of(pod: Obj, training_container: str | None) -> int | None:
+    """The exit code `exit_of` reports, if any."""
+    found = exit_of(pod, training_container)
+    return found[1] if found else None
 
 
 def _incarnation(pod: Obj) -> int:
@@ -96,7 +103,8 @@ def assess(
         pod = observed.get(desired.name)
         state = pod_state(pod)
         done = counts.get(desired.name, 0)
-        code = exit_code_of(pod, desired.training_container) if pod is not None else None
+        exited = exit_of(pod, desired.training_container) if pod is not None else None
+        container, code = exited if exited else (None, None)
         rule = desired.restart
         finished = state in ("Succeeded", "Failed")
         wants_restart = finished and (
@@ -117,7 +125,14 @@ def assess(
             final = True
             if state == "Failed" and exceeded is None:
                 exceeded = ReplicaState(
-                    desired.replica_type, desired.index, desired.name, state, code, True, done
+                    desired.replica_type,
+                    desired.index,
+                    desired.name,
+                    state,
+                    code,
+                    True,
+                    done,
+                    container,
                 )
         elif pod is not None:
             restart.append((desired, pod))
@@ -133,6 +148,7 @@ def assess(
                 code,
                 final,
                 counts.get(desired.name, 0),
+                container,
             )
         )
     return Assessment(states, restart, performed, counts, backoff_before, backoff_count, exceeded)

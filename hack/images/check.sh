@@ -73,8 +73,7 @@ print(f"rank={dist.get_rank()} world={dist.get_world_size()} all_reduce={t.item(
 EOF
 '
 mlp="/opt/t9kjobs/examples/mlp.py --steps 20 --log-every 20"
-# Both ranks end in sync. (Their lines may share one: unbuffered, print writes the text and the
-# newline separately.)
+# Both ranks end in sync (grep -o: a launcher's prefixes may stand before a line).
 both_done='test "$(grep -o "done rank=[01] world=2 [^=]*=[^ ]* [^=]*=[^ ]* steps=20 in_sync=True" /tmp/log | wc -l)" = 2'
 
 CHECK_SHOW="^[0-9]"

@@ -18,6 +18,7 @@ from t9kjobs.models import (
     MAX_ARGS,
     MAX_REPLICAS,
     ApiModel,
+    GeneratedCommandRunMode,
     JobSpec,
     Lifecycle,
     PodTemplate,
@@ -154,10 +155,8 @@ class ColossalAIReplicaSpec(ApiModel):
     )
 
     def restart_rule(self) -> RestartRule:
-        """The restart policy in normal form; the string form also has limit 0."""
-        if isinstance(self.restart_policy, RestartPolicy):
-            return RestartRule.of(self.restart_policy)
-        return RestartRule(policy=self.restart_policy, limit=0)
+        """The restart policy in normal form (the string form has limit 0 too)."""
+        return RestartRule.of(self.restart_policy)
 
 
 _SPEC_RULES: list[JsonValue] = [
@@ -187,7 +186,7 @@ class ColossalAIJobSpec(JobSpec):
     ssh: SSHConfig = Field(
         default_factory=SSHConfig, description="sshd and SSH key settings of the replicas."
     )
-    run_mode: RunMode | None = Field(
+    run_mode: GeneratedCommandRunMode | None = Field(
         default=None, description="Immediate (default), debug or pause mode."
     )
     run_policy: ColossalAIRunPolicy = Field(

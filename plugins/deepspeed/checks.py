@@ -141,9 +141,19 @@ def _reserved(mount_path: str) -> str | None:
 
 
 def _container_problems(spec: DeepSpeedJobSpec, container: Obj) -> list[Problem]:
-    """The training container (the first): reserved mounts, and env the env file cannot hold."""
-    problems = []
+    """The training container (the first): its command, reserved mounts, and env the env file
+    cannot hold."""
     base = f"{_TEMPLATE}.containers[0]"
+    problems = [
+        Problem(
+            f"{base}.{key}",
+            "ignored: worker-0 runs sshd and the launcher (the deepspeed command of spec.config),"
+            " the other workers sshd; the training program is spec.config.run (or customCommand)",
+            severity="warning",
+        )
+        for key in ("command", "args")
+        if container.get(key)
+    ]
     for j, mount in enumerate(container.get("volumeMounts") or []):
         reserved = _reserved(str(mount.get("mountPath", "")))
         if reserved is not None:

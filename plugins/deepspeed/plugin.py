@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, RestartRule
+from t9kjobs.models import Job, JobStatus, RestartRule
 from t9kjobs.objects import (
     DesiredPod,
     Obj,
@@ -29,11 +29,13 @@ from t9kjobs.plugins.deepspeed.launch import (
     SSH_DIR,
     hostfile_text,
     launcher_command,
+    slots_per_worker,
     sshd_command,
+    training_container,
     worker0_debug_command,
     worker_hosts,
 )
-from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
+from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec, DeepSpeedJobStatus
 from t9kjobs.ssh import mount_ssh, ssh_secret
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "t9kjobs_build_pods",
     "t9kjobs_compute_status",
     "t9kjobs_kinds",
+    "t9kjobs_update_status",
     "t9kjobs_validate",
 ]
 
@@ -60,6 +63,7 @@ def t9kjobs_kinds() -> list[KindInfo]:
         KindInfo(
             kind=KIND,
             spec_model=DeepSpeedJobSpec,
+            status_model=DeepSpeedJobStatus,
             plural="deepspeedjobs",
             short_names=("dsj",),
             # Documented default; worker pods override it with the full sshd start script
@@ -105,18 +109,12 @@ def _mount_hostfile(pod: Obj, job: Job, container_name: str | None) -> None:
         ]
 
 
-def _user_container(spec: DeepSpeedJobSpec) -> Obj | None:
-    """The training container as the user wrote it: its env is what the env file carries."""
-    containers = (spec.worker.template.get("spec") or {}).get("containers") or []
-    return containers[0] if containers else None
-
-
 @hookimpl
 def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     spec = job.spec_as(DeepSpeedJobSpec)
     count = spec.worker_count()
-    restart = RestartRule.of(spec.worker.restart_policy)
-    user_container = _user_container(spec)
+    restart = RestartRule(policy=spec.worker.restart_policy)  # bounded by backoffLimit
+    user_container = training_container(spec)
     pods = []
     for index in range(count):
         manifest = new_pod(job, REPLICA_TYPE, index, spec.worker.template, subdomain=job.name)
@@ -152,14 +150,14 @@ def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str]:
     if pod.index != 0:
         return sshd_command()
     spec = job.spec_as(DeepSpeedJobSpec)
-    return launcher_command(job, spec, _user_container(spec))
+    return launcher_command(job, spec, training_container(spec))
 
 
 @hookimpl
 def t9kjobs_build_objects(job: Job) -> list[Obj]:
     spec = job.spec_as(DeepSpeedJobSpec)
     hosts = worker_hosts(job, spec.worker_count())
-    text = hostfile_text(hosts, spec.config.slots_per_worker)
+    text = hostfile_text(hosts, slots_per_worker(spec))
     return [
         ssh_secret(job, SSH_DIR),
         config_map(job, _hostfile_name(job), {_HOSTFILE_KEY: text}),
@@ -182,3 +180,11 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
     if launcher.failed_for_good:
         return Verdict("Failed", "LauncherFailed", launcher.failure, (launcher,))
     return None
+
+
+@hookimpl
+def t9kjobs_update_status(job: Job, status: JobStatus) -> None:
+    """`status.slotsPerWorker`: the slots the hostfile gives each worker (the default is the
+    GPU count, so the user can see what it came to)."""
+    if isinstance(status, DeepSpeedJobStatus):
+        status.slots_per_worker = slots_per_worker(job.spec_as(DeepSpeedJobSpec))

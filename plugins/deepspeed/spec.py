@@ -18,16 +18,24 @@ from t9kjobs.models import (
     MAX_REPLICAS,
     ApiModel,
     ElasticConfig,
+    GeneratedCommandRunMode,
     JobSpec,
+    JobStatus,
     Lifecycle,
     PodTemplate,
     RestartPolicyType,
-    RunMode,
     RunPolicy,
     SchedulePolicy,
 )
 
-__all__ = ["RUN_RULE", "DeepSpeedConfig", "DeepSpeedJobSpec", "RunType", "Worker"]
+__all__ = [
+    "RUN_RULE",
+    "DeepSpeedConfig",
+    "DeepSpeedJobSpec",
+    "DeepSpeedJobStatus",
+    "RunType",
+    "Worker",
+]
 
 # Both spellings of `module` and `exec` count: the API server stores what the user wrote.
 RUN_RULE = (
@@ -99,12 +107,13 @@ class DeepSpeedConfig(ApiModel):
         description="A launch command run by bash on worker-0 instead of the generated"
         " `deepspeed` command; every other field of config but slotsPerWorker is then ignored.",
     )
-    slots_per_worker: int = Field(
-        default=1,
+    slots_per_worker: int | None = Field(
+        default=None,
         ge=1,
         le=INT32_MAX,
         description="Slots of each worker in the hostfile (`slots=N`), normally its GPU count."
-        " Defaults to 1.",
+        " Defaults to the training container's nvidia.com/gpu limit (else request), else 1;"
+        " status.slotsPerWorker shows the value used.",
     )
     local_rank: bool = Field(
         default=True,
@@ -151,6 +160,16 @@ class Worker(ApiModel):
     )
 
 
+class DeepSpeedJobStatus(JobStatus):
+    """The shared job status plus the hostfile's slots."""
+
+    slots_per_worker: int | None = Field(
+        default=None,
+        description="Slots of each worker in the hostfile, as used: spec.config.slotsPerWorker,"
+        " else the training container's nvidia.com/gpu limit (else request), else 1.",
+    )
+
+
 class DeepSpeedJobSpec(JobSpec):
     """A DeepSpeed job: N workers reached over ssh, launched by `deepspeed` on worker-0."""
 
@@ -160,7 +179,7 @@ class DeepSpeedJobSpec(JobSpec):
     run_policy: RunPolicy = Field(
         default_factory=RunPolicy, description="Cleanup, deadline and restart budget."
     )
-    run_mode: RunMode | None = Field(
+    run_mode: GeneratedCommandRunMode | None = Field(
         default=None, description="Immediate (default), debug or pause."
     )
     elastic: ElasticConfig | None = Field(

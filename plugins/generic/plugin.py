@@ -17,7 +17,7 @@ from t9kjobs.objects import (
     pod_name,
     service,
 )
-from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec
+from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec, ServicePort
 from t9kjobs.plugins.generic.substitution import Variables, substitute, unresolved
 from t9kjobs.validation import run_mode_problems
 
@@ -38,7 +38,11 @@ def t9kjobs_kinds() -> list[KindInfo]:
 
 
 def _variables(job: Job, spec: GenericJobSpec, replica_type: str, rank: int) -> Variables:
-    ports = {p.name: p.port for p in spec.service.ports} if spec.service is not None else None
+    ports = (
+        {p.name: p.port for p in spec.service.ports if p.name is not None}
+        if spec.service is not None
+        else None
+    )
     return Variables(
         replica_type=replica_type,
         rank=rank,
@@ -98,6 +102,28 @@ def _rule_problems(rules: list[FinishRule], field: str, sizes: dict[str, int]) -
     return out
 
 
+def _port_problems(ports: list[ServicePort]) -> list[Problem]:
+    """What the API server would refuse in a Service with these ports (the CRD's rules too)."""
+    out = []
+    if len(ports) > 1:
+        out += [
+            Problem(f"spec.service.ports[{i}].name", "required when there is more than one port")
+            for i, p in enumerate(ports)
+            if p.name is None
+        ]
+    names = [p.name for p in ports if p.name is not None]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        out.append(Problem("spec.service.ports", f"port name {dup!r} is repeated"))
+    seen: set[tuple[int, str]] = set()
+    for i, p in enumerate(ports):
+        if (p.port, p.protocol) in seen:
+            out.append(
+                Problem(f"spec.service.ports[{i}]", f"port {p.port}/{p.protocol} is repeated")
+            )
+        seen.add((p.port, p.protocol))
+    return out
+
+
 @hookimpl
 def t9kjobs_validate(job: Job) -> list[Problem]:
     spec = job.spec_as(GenericJobSpec)
@@ -125,6 +151,8 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
                         f"cannot resolve {var}{hint}",
                     )
                 )
+    if spec.service is not None:
+        problems += _port_problems(spec.service.ports)
     problems += run_mode_problems(spec.run_mode, sizes)
     return problems
 
@@ -159,9 +187,10 @@ def t9kjobs_build_objects(job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
         return []
     ports = []
     for p in spec.service.ports:
-        port: Obj = {"name": p.name, "port": p.port, "targetPort": p.target_port or p.port}
-        if p.protocol:
-            port["protocol"] = p.protocol
+        port: Obj = {"name": p.name} if p.name is not None else {}
+        port.update(port=p.port, targetPort=p.target_port or p.port, protocol=p.protocol)
+        if p.app_protocol is not None:
+            port["appProtocol"] = p.app_protocol
         ports.append(port)
     # Headless, as Kubeflow's per-replica Services: `$(service.<type>[<rank>].host)` resolves
     # to the pod itself, which needs no kube-proxy and no readiness. Only a port mapped to

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 
 from t9kjobs.models import (
     MAX_PODS,
-    MAX_PORTS,
     MAX_REPLICA_TYPES,
     MAX_REPLICAS,
     MAX_RULES,
@@ -22,7 +21,14 @@ from t9kjobs.models import (
     drop_nulls,
 )
 
-__all__ = ["MAX_REPLICA_TYPES", "FinishRule", "GenericJobSpec", "ServiceOption", "ServicePort"]
+__all__ = [
+    "MAX_REPLICA_TYPES",
+    "MAX_SERVICE_PORTS",
+    "FinishRule",
+    "GenericJobSpec",
+    "ServiceOption",
+    "ServicePort",
+]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
 FinishRule = Annotated[
@@ -35,55 +41,77 @@ FinishRule = Annotated[
     BeforeValidator(drop_nulls),  # a null entry is absent, as the API server prunes it
 ]
 _RULES = Annotated[list[FinishRule], Field(max_length=MAX_RULES)]
-_PORT_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+# An EndpointSlice holds at most 100 ports, so a Service with more cannot be served.
+MAX_SERVICE_PORTS = 100
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# A qualified name, as Kubernetes checks appProtocol: an optional DNS-subdomain prefix and `/`.
+_QUALIFIED_NAME = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+
+
+def _optional_name(pattern: str, max_length: int, description: str) -> Any:
+    return Field(default=None, pattern=pattern, max_length=max_length, description=description)
 
 
 class ServicePort(ApiModel):
-    """A port of the per-replica Services."""
+    """A port of the per-replica Services: what a Service port takes, but `nodePort`."""
 
-    name: str = Field(pattern=_PORT_NAME, max_length=15, description="Port name.")
-    port: int = Field(ge=1, le=65535, description="Port the Service serves.")
-    target_port: (
-        Annotated[int, Field(ge=1, le=65535)]
-        | Annotated[str, Field(max_length=15, pattern=_PORT_NAME)]
-        | None
-    ) = Field(default=None, description="Container port: a number or a port name; = port.")
-    protocol: Literal["TCP", "UDP", "SCTP"] | None = Field(
-        default=None, description="TCP (default), UDP or SCTP."
+    name: str | None = _optional_name(
+        _DNS_LABEL,
+        63,
+        "Port name, for `$(service.port[<name>])`; required when there is more than one port.",
     )
+    port: int = Field(ge=1, le=65535, description="Port the Service serves.")
+    target_port: int | str | None = Field(default=None, description="Container port; = port.")
+    protocol: Literal["TCP", "UDP", "SCTP"] = Field(
+        default="TCP", description="TCP (default), UDP or SCTP."
+    )
+    app_protocol: str | None = _optional_name(
+        _QUALIFIED_NAME,
+        317,  # a DNS subdomain (253), `/`, a name (63)
+        "The application protocol (`http`, `kubernetes.io/h2c`, `example.com/x`), as a"
+        " Service port's appProtocol.",
+    )
+
+
+# As the API server checks a Service's ports: names when there are several, each name and each
+# port/protocol once. Quadratic in the ports, which `MAX_SERVICE_PORTS` bounds.
+_PORT_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.ports) || self.ports.size() <= 1 || self.ports.all(p, has(p.name))",
+        "message": "every port needs a name when there is more than one",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, !has(p.name)"
+        " || self.ports.exists_one(q, has(q.name) && q.name == p.name))",
+        "message": "port names must be unique",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, self.ports.exists_one(q,"
+        " q.port == p.port && q.protocol == p.protocol))",
+        "message": "each port and protocol may appear only once",
+        "fieldPath": ".ports",
+    },
+]
 
 
 class ServiceOption(ApiModel):
     """Create one Service per replica, named `<job>-<type>-<index>`, with these ports."""
 
-    ports: list[ServicePort] = Field(
-        default_factory=list,
-        max_length=MAX_PORTS,
-        description="Ports of the Services; each name and each port number once.",
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "self.all(p, self.exists_one(q, q.port == p.port))",
-                    "message": "port numbers must be unique: each port may appear only once",
-                },
-                {
-                    "rule": "self.all(p, self.exists_one(q, q.name == p.name))",
-                    "message": "port names must be unique: each name may appear only once",
-                },
-            ]
-        },
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _PORT_RULES}
     )
 
-    @field_validator("ports")
-    @classmethod
-    def _unique_ports(cls, ports: list[ServicePort]) -> list[ServicePort]:
-        numbers = [str(p.port) for p in ports]
-        names = [p.name for p in ports]
-        for what, values in (("numbers", numbers), ("names", names)):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"port {what} must be unique; repeated: {', '.join(repeated)}")
-        return ports
+    ports: list[ServicePort] = Field(
+        default_factory=list,
+        max_length=MAX_SERVICE_PORTS,
+        description=f"Ports of the Services, at most {MAX_SERVICE_PORTS}.",
+    )
 
 
 class GenericJobSpec(JobSpec):

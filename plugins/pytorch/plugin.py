@@ -10,9 +10,11 @@ from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, RestartRule
 from t9kjobs.objects import (
+    GPU_RESOURCE,
     DesiredPod,
     Obj,
     find_container,
+    gpu_count,
     headless_service,
     new_pod,
     owner_labels,
@@ -26,9 +28,7 @@ from t9kjobs.plugins.pytorch.spec import (
     TorchrunConfig,
 )
 from t9kjobs.plugins.pytorch.topology import (
-    GPU_RESOURCE,
     RESERVED_ENV,
-    gpu_count,
     pod_env,
     replica_counts,
     topology,
@@ -170,7 +170,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
             DesiredPod(
                 replica_type=rs.type,
                 index=node.index,
-                restart=RestartRule.of(rs.restart_policy),
+                restart=RestartRule(policy=rs.restart_policy),  # bounded by backoffLimit
                 manifest=manifest,
                 training_container=found[1].get("name") if found is not None else None,
             )

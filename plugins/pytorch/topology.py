@@ -11,17 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from t9kjobs.models import Job
-from t9kjobs.objects import Obj, pod_name
+from t9kjobs.objects import Obj, gpu_count, pod_name
 from t9kjobs.plugins.pytorch.spec import MASTER_TYPE, PyTorchReplicaSpec, PyTorchTrainingJobSpec
 
 __all__ = [
-    "GPU_RESOURCE",
     "MASTER_PORT",
     "RESERVED_ENV",
     "TRAINING_CONTAINER",
     "Node",
     "Topology",
-    "gpu_count",
     "pod_env",
     "replica_counts",
     "split_by_weight",
@@ -34,7 +32,6 @@ __all__ = [
 MASTER_PORT = 23456
 # The training container is the one named `python`, else the first (T9k's user guide).
 TRAINING_CONTAINER = "python"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # Set by the operator on every training container; a user value of the same name is an error.
 RESERVED_ENV = (
@@ -160,17 +157,6 @@ def training_container(template: Obj) -> tuple[int, Obj] | None:
         if c.get("name") == TRAINING_CONTAINER:
             return i, c
     return (0, containers[0]) if containers else None
-
-
-def gpu_count(container: Obj) -> int | None:
-    """The container's nvidia.com/gpu limit, else its request, when a whole number."""
-    resources = container.get("resources") or {}
-    for key in ("limits", "requests"):
-        value = (resources.get(key) or {}).get(GPU_RESOURCE)
-        if value is not None:
-            text = str(value)
-            return int(text) if text.isascii() and text.isdigit() else None
-    return None
 
 
 def _procs(spec: PyTorchTrainingJobSpec, rs: PyTorchReplicaSpec) -> int | None:

@@ -114,7 +114,9 @@ def test_two_service_ports_80_are_refused_at_admission(
     doc = generic_job("ports", namespace)
     doc["spec"]["service"] = {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 80}]}
     done = create(cluster, doc, check=False)
-    assert done.returncode != 0 and "port numbers must be unique" in done.stderr, done.stderr
+    assert done.returncode != 0 and "each port and protocol may appear only once" in done.stderr, (
+        done.stderr
+    )
 
 
 def _deep(name: str, namespace: str, depth: int) -> str:

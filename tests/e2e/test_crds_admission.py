@@ -69,31 +69,33 @@ def installed(cluster: Any, manager: PluginManager) -> PluginManager:
 # -- manifests ---------------------------------------------------------------------------------
 
 
+def manifest_of(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
 def generic_job(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "replicaSpecs": [{"type": "worker", "replicas": 1, "template": TEMPLATE}],
-    }
-    body.update(spec)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "GenericJob",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    body = {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": TEMPLATE}]}
+    return manifest_of("GenericJob", name, {**body, **spec})
 
 
 def deepspeed_job(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    body = {
         "config": {"run": {"python": ["train.py"]}},
         "worker": {"replicas": 2, "template": TEMPLATE},
     }
-    body.update(spec)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "DeepSpeedJob",
-        "metadata": {"name": name},
-        "spec": body,
+    return manifest_of("DeepSpeedJob", name, {**body, **spec})
+
+
+def colossalai_job(name: str, **spec: Any) -> dict[str, Any]:
+    body = {
+        "torchConfig": {"script": ["train.py"]},
+        "replicaSpecs": [{"type": "worker", "replicas": 2, "template": TEMPLATE}],
     }
+    return manifest_of("ColossalAIJob", name, {**body, **spec})
+
+
+def paused(**resume: Any) -> dict[str, Any]:
+    return {"pause": {"enabled": True, "resumeSpecs": [{"type": "worker", **resume}]}}
 
 
 # (case id, manifest, text both refusals must contain: validate's stderr, then the server's)
@@ -183,6 +185,32 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         generic_job("bad", runMode={"debug": {"enabled": True, "enable": True}}),
         "set only one of `enabled` or `enable`",
         "set only one of `enabled` or `enable`",
+    ),
+    (
+        "deepspeed-resume-command",
+        deepspeed_job("bad", runMode=paused(command=["python", "resume.py"])),
+        "spec.runMode.pause.resumeSpecs[0].command: `command` cannot be set on resume",
+        "spec.runMode.pause.resumeSpecs[0].command: Forbidden: `command` cannot be set on resume",
+    ),
+    (
+        "colossalai-resume-args",
+        colossalai_job("bad", runMode=paused(args=["--resume"])),
+        "spec.runMode.pause.resumeSpecs[0].args: `args` cannot be set on resume",
+        "spec.runMode.pause.resumeSpecs[0].args: Forbidden: `args` cannot be set on resume",
+    ),
+    (
+        "service-ports-unnamed",
+        generic_job("bad", service={"ports": [{"port": 80}, {"port": 81}]}),
+        "spec.service.ports[0].name: required when there is more than one port",
+        "every port needs a name when there is more than one",
+    ),
+    (
+        "service-ports-same-port",
+        generic_job(
+            "bad", service={"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 80}]}
+        ),
+        "spec.service.ports[1]: port 80/TCP is repeated",
+        "each port and protocol may appear only once",
     ),
     (
         "queue-missing",
@@ -320,7 +348,30 @@ def test_alias_spellings_are_stored_as_written(
     assert "enabled" not in stored["elastic"] and "enabled" not in stored["runMode"]["debug"]
     # Defaults of other fields are filled in, as `kubectl get -o yaml` then shows them.
     assert stored["worker"]["restartPolicy"] == "OnFailure"
-    assert stored["config"]["slotsPerWorker"] == 1
+    assert stored["config"]["localRank"] is True
+    # No default: the operator derives it from the GPUs and shows it in status.slotsPerWorker.
+    assert "slotsPerWorker" not in stored["config"]
+
+
+def test_service_ports_as_a_service_takes_them(
+    cluster: Any,
+    installed: PluginManager,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One unnamed port, appProtocol, a 63-character name, one port number for two protocols."""
+    for ports in (
+        [{"port": 8080, "appProtocol": "kubernetes.io/h2c"}],
+        [{"name": "d" * 63, "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53}],
+    ):
+        manifest = generic_job("ports", service={"ports": ports})
+        rc, err = validate(tmp_path, manifest, capsys)
+        assert rc == 0, err
+        proc = dry_run(cluster, namespace, manifest)
+        assert proc.returncode == 0, proc.stderr
+        stored = json.loads(proc.stdout)["spec"]
+        assert list(subset_problems(manifest["spec"], stored)) == []
 
 
 def _apply(cluster: Any, namespace: str, manifest: dict[str, Any]) -> None:

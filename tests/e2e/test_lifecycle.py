@@ -153,6 +153,12 @@ class Recorder:
         self._stop.set()
         assert self.error is None, f"the watch of {self.path} broke: {self.error}"
 
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
     def snapshot(self) -> list[tuple[str, Obj]]:
         with self._lock:
             return list(self.events)
@@ -386,7 +392,7 @@ def test_exit_code_retries_137_then_fails_the_job_on_1(kube: Kube) -> None:
     status = kube.wait_phase(doc, "Failed")
     failed = condition(status, "Failed")
     assert failed["reason"] == "ReplicaFailed"
-    assert failed["message"] == "exitcode-worker-1 failed with exit code 1"
+    assert failed["message"] == "exitcode-worker-1 failed with exit code 1 (container python)"
     assert status["backoffCount"] == 1
     # cleanUpPolicy None (the default): every pod is kept as it is.
     pods = kube.pods()
@@ -413,7 +419,7 @@ def test_on_failure_with_backoff_limit_2_fails_on_the_third_failure_and_cleans_u
     failed = condition(status, "Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"] == (
-        "backoff-worker-0 failed with exit code 3; restarts exhausted"
+        "backoff-worker-0 failed with exit code 3 (container python); restarts exhausted"
         " (spec.runPolicy.backoffLimit=2)"
     )
     assert status["backoffCount"] == 2
@@ -430,6 +436,36 @@ def test_on_failure_with_backoff_limit_2_fails_on_the_third_failure_and_cleans_u
 
 
 # -- deadline and cleanup --------------------------------------------------------------------
+
+
+def test_generic_job_replicas_that_keep_failing_end_it_by_their_limits_and_rules(
+    kube: Kube,
+) -> None:
+    """GenericJob has no backoffLimit: each replica's `limit` (default 0, the string form's
+    too) is what ends a failing replica, and then `failureRules` can match."""
+    doc = job(
+        "GenericJob",
+        "gjfail",
+        replica("a", 1, "OnFailure", exit_code=1),
+        replica("b", 1, {"policy": "OnFailure", "limit": 2}, exit_code=1),
+        replica("c", 1, "OnFailure"),
+        failureRules=[{"a": [0], "b": [0]}],
+    )
+    with kube.record_pods() as pods:
+        kube.create(doc)
+        status = kube.wait_phase(doc, "Failed")
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "FailureRuleMatched"
+    assert failed["message"] == (
+        "gjfail-a-0 failed with exit code 1 (container python); gjfail-b-0 failed with exit"
+        " code 1 (container python) (failureRules[0] is fulfilled)"
+    )
+    counts = {name: r["restartCount"] for name, r in replicas(status).items()}
+    assert counts == {"gjfail-a-0": 0, "gjfail-b-0": 2, "gjfail-c-0": 0}
+    lives = finished_lives(pods)
+    assert lives["gjfail-a-0"] == ["0"]  # `OnFailure` alone: limit 0, never restarted
+    assert lives["gjfail-b-0"] == ["0", "1", "2"]
+    assert phase(kube.pods()["gjfail-c-0"]) == "Running"  # cleanUpPolicy None keeps it
 
 
 def test_deadline_of_5s_fails_the_job_mid_restart_and_deletes_its_running_pods(
@@ -479,7 +515,9 @@ def test_cleanup_unfinished_after_failure_keeps_the_finished_pods(kube: Kube) ->
     )
     kube.create(doc)
     status = kube.wait_phase(doc, "Failed")
-    assert condition(status, "Failed")["message"] == "unfinished-a-0 failed with exit code 2"
+    assert condition(status, "Failed")["message"] == (
+        "unfinished-a-0 failed with exit code 2 (container python)"
+    )
     pods = until(
         lambda: (pods := kube.pods()) and set(pods) == {"unfinished-a-0"} and pods,
         "the running pods of b deleted",
@@ -503,7 +541,9 @@ def test_colossalai_clean_up_workers_keeps_the_launcher(kube: Kube) -> None:
     kube.running(f"{name}-launcher", f"{name}-worker-0", f"{name}-worker-1")
     kube.fail(f"{name}-launcher", 5)
     status = kube.wait_phase(doc, "Failed")
-    assert condition(status, "Failed")["message"] == f"{name}-launcher failed with exit code 5"
+    assert condition(status, "Failed")["message"] == (
+        f"{name}-launcher failed with exit code 5 (container launcher)"
+    )
     pods = until(
         lambda: (pods := kube.pods()) and set(pods) == {f"{name}-launcher"} and pods,
         "the workers deleted",

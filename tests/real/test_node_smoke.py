@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 from tests.cluster import Cluster
 from tests.real.conftest import TRAINER_IMAGE
+from tests.real.jobs import apply
 
 
 def pod(name: str, script: str, **spec: Any) -> dict[str, Any]:
@@ -33,11 +35,6 @@ def pod(name: str, script: str, **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-def apply(cluster: Cluster, namespace: str, *objects: dict[str, Any]) -> None:
-    stream = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
-    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=stream)
 
 
 def pod_json(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
@@ -191,3 +188,19 @@ def test_kubectl_logs_and_exec_reach_the_kubelet(cluster: Cluster, namespace: st
         "-n", namespace, "exec", "sleeper", "--", "sh", "-c", "exit 5", check=False
     )
     assert failed.returncode == 5
+
+
+def test_the_bridge_keeps_its_mac_address_while_pods_come_and_go(
+    cluster: Cluster, namespace: str
+) -> None:
+    """A bridge whose MAC the kernel picks takes the lowest MAC of its ports: each pod's veth
+    could change it, and pods that had learnt the old one lost every packet to the gateway
+    (CoreDNS) until their ARP entry expired. Its address is set (addr_assign_type 3), once."""
+    bridge = Path("/sys/class/net") / cluster.env["NODE_BRIDGE"]
+    assert (bridge / "addr_assign_type").read_text().strip() == "3"  # NET_ADDR_SET
+    before = (bridge / "address").read_text().strip()
+    apply(cluster, namespace, *(pod(f"short-{i}", "print('hi')") for i in range(3)))
+    for i in range(3):
+        wait_phase(cluster, namespace, f"short-{i}", "Succeeded", "Failed")
+    cluster.kubectl("-n", namespace, "delete", "pods", "--all", "--wait=true")
+    assert (bridge / "address").read_text().strip() == before

@@ -11,8 +11,6 @@ down; from the API: the job Succeeded, with its Events.
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +18,11 @@ import yaml
 
 from tests.cluster import REPO, Cluster
 from tests.e2e.operator import OperatorProcess, operator
+from tests.real.jobs import apply, assert_trained, events_of, get, job_logs
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
 RUNNABLE_MARK = "Runs as written on the real node"
-DONE = re.compile(
-    r"done rank=(?P<rank>\d+) world=(?P<world>\d+) first_loss=(?P<first>[\d.]+)"
-    r" last_loss=(?P<last>[\d.]+) steps=\d+ in_sync=(?P<sync>\w+)"
-)
 
 
 def runnable_examples() -> list[Path]:
@@ -37,20 +32,6 @@ def runnable_examples() -> list[Path]:
         for path in REPO.glob("examples/*/*.yaml")
         if RUNNABLE_MARK in "".join(path.read_text().splitlines(keepends=True)[:3])
     )
-
-
-def get(cluster: Cluster, namespace: str, *what: str) -> Any:
-    return json.loads(cluster.kubectl("-n", namespace, "get", *what, "-o", "json").stdout)
-
-
-def logs_of_job(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
-    pods = get(cluster, namespace, "pods", "-l", f"tensorstack.dev/owner-name={name}")
-    return {
-        pod["metadata"]["name"]: cluster.kubectl(
-            "-n", namespace, "logs", pod["metadata"]["name"], check=False
-        ).stdout
-        for pod in pods["items"]
-    }
 
 
 def test_every_kind_trains_from_its_runnable_example(
@@ -64,8 +45,7 @@ def test_every_kind_trains_from_its_runnable_example(
         "GenericJob",
         "PyTorchTrainingJob",
     ]
-    for path in examples:
-        cluster.kubectl("-n", namespace, "apply", "-f", str(path))
+    apply(cluster, namespace, *docs)
 
     def finished() -> list[dict[str, Any]] | None:
         jobs = [get(cluster, namespace, d["kind"].lower(), d["metadata"]["name"]) for d in docs]
@@ -73,30 +53,16 @@ def test_every_kind_trains_from_its_runnable_example(
         return jobs if all(p in ("Succeeded", "Failed") for p in phases) else None
 
     jobs = cluster.poll(finished, timeout=900, interval=3, message="every job finished")
-    report = {}
+    expected_world = {
+        "generic-mlp": 3,  # 3 pods, one process each
+        "torchrun-mlp": 6,  # 3 nodes x 2 processes
+        "deepspeed-mlp": 3,  # 3 workers x 1 slot
+        "colossalai-mlp": 4,  # 2 workers x 2 processes
+    }
     for job in jobs:
         name = job["metadata"]["name"]
-        logs = logs_of_job(cluster, namespace, name)
-        report[name] = (job["status"], logs)
-        tails = "\n".join(f"--- {pod}\n{text[-3000:]}" for pod, text in logs.items())
-        assert job["status"]["phase"] == "Succeeded", f"{name}: {job['status']}\n{tails}"
-        done = [m.groupdict() for text in logs.values() for m in DONE.finditer(text)]
-        worlds = {int(d["world"]) for d in done}
-        assert len(worlds) == 1, f"{name}: {done}"
-        (world,) = worlds
-        # every rank of the world finished, once, in sync, with a lower loss than it started
-        assert sorted(int(d["rank"]) for d in done) == list(range(world)), f"{name}: {tails}"
-        assert all(d["sync"] == "True" for d in done)
-        assert all(float(d["last"]) < float(d["first"]) / 10 for d in done), done
-        expected_world = {
-            "generic-mlp": 3,  # 3 pods, one process each
-            "torchrun-mlp": 6,  # 3 nodes x 2 processes
-            "deepspeed-mlp": 3,  # 3 workers x 1 slot
-            "colossalai-mlp": 4,  # 2 workers x 2 processes
-        }[name]
-        assert world == expected_world
-        events = get(
-            cluster, namespace, "events", "--field-selector", f"involvedObject.name={name}"
-        )
-        reasons = {e["reason"] for e in events["items"]}
-        assert reasons, f"{name}: no Events"
+        logs = job_logs(cluster, namespace, name)
+        assert job["status"]["phase"] == "Succeeded", f"{name}: {job['status']}\n{logs}"
+        assert_trained(logs, expected_world[name], name)
+        reasons = {e["reason"] for e in events_of(cluster, namespace, name)}
+        assert "Succeeded" in reasons, f"{name}: {reasons}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9kjobs.manager import PluginManager
+from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND
 from tests.unit.plugins.deepspeed.jobs import base_manifest
 from tests.unit.plugins.pytorch.helpers import manifest, replica
 from tests.unit.test_planner import Sim
@@ -92,6 +93,36 @@ def test_debug_runs_the_default_command_where_no_type_overrides_it() -> None:
     running = p.status.condition("Running")
     assert running is not None and running.reason == "DebugMode"
     assert "debug mode" in (running.message or "")
+
+
+def test_debug_shows_the_command_the_pod_would_run_on_the_pod_and_in_its_env() -> None:
+    doc = tiny_job(replicas=1, runMode={"debug": {"enabled": True}})
+    main = doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    main["args"] = ["--data", "/my data", "$(HOME)"]
+    sim = Sim(doc)
+    sim.step()
+    pod = sim.pod("tiny-worker-0")
+    line = "train --data '/my data' '$(HOME)'"  # shell-quoted: pasted into a shell, it runs
+    assert pod["metadata"]["annotations"][ANNOTATION_LAUNCH_COMMAND] == line
+    env = pod["spec"]["containers"][0]["env"]
+    assert env[-1] == {"name": "T9KJOBS_LAUNCH_COMMAND", "value": line}
+    assert _command(sim, "tiny-worker-0") == ["sleep", "inf"]
+
+
+def test_debug_shows_no_command_for_a_container_that_runs_its_image_entrypoint() -> None:
+    doc = tiny_job(replicas=1, runMode={"debug": {"enabled": True}})
+    del doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"]
+    sim = Sim(doc)
+    sim.step()
+    pod = sim.pod("tiny-worker-0")
+    assert ANNOTATION_LAUNCH_COMMAND not in pod["metadata"].get("annotations", {})
+    assert "env" not in pod["spec"]["containers"][0]
+
+
+def test_outside_debug_mode_no_launch_command_is_shown() -> None:
+    sim = Sim(tiny_job(replicas=1))
+    sim.step()
+    assert ANNOTATION_LAUNCH_COMMAND not in sim.pod("tiny-worker-0")["metadata"]["annotations"]
 
 
 def test_debug_overrides_per_type_and_exits_never_finish_the_job() -> None:

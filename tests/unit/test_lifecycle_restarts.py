@@ -64,7 +64,7 @@ def test_default_backoff_limit_is_three_restarts() -> None:
     failed = p.status.condition("Failed")
     assert failed is not None and failed.reason == "BackoffLimitExceeded"
     assert failed.message == (
-        "tiny-worker-0 failed with exit code 1; restarts exhausted (spec.runPolicy.backoffLimit=3)"
+        "tiny-worker-0 failed with exit code 1 (container main); restarts exhausted (spec.runPolicy.backoffLimit=3)"
     )
 
 

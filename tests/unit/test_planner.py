@@ -128,7 +128,10 @@ def test_on_failure_restarts_a_replica_as_a_new_pod_with_the_same_name() -> None
     assert p.status.backoff_count == 1
     assert p.status.tasks[0].restart_count == 1
     assert p.status.phase != "Failed"
-    assert sim.condition("ReplicaFailure")["message"] == "tiny-worker-1 failed with exit code 1"  # type: ignore[index]
+    assert (
+        sim.condition("ReplicaFailure")["message"]
+        == "tiny-worker-1 failed with exit code 1 (container main)"
+    )  # type: ignore[index]
     assert any(e.reason == "Restarting" for e in p.events)
     p = sim.step()
     assert _pods(p) == ["tiny-worker-1"]

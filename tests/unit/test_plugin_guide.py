@@ -7,22 +7,16 @@ drifts from the code (a hook docstring edited, a contract added, the template ch
 
 from __future__ import annotations
 
-import importlib.util
 from types import ModuleType
 
 from t9kjobs.hooks import JobHooks
 from t9kjobs.testing.contracts import EXAMPLE_CONTRACTS, KIND_CONTRACTS, PLUGIN_CONTRACTS
 from tests.unit.conftest import REPO
-
-GENERATOR = REPO / "hack" / "gen_plugin_guide.py"
+from tests.unit.hack_scripts import load_script
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_plugin_guide", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_plugin_guide")
 
 
 def test_the_guide_is_up_to_date() -> None:

@@ -1,5 +1,8 @@
 """A minimal kind for testing the engine on its own: replica types with a RunPolicy, success when
-every replica succeeded, failure when one failed for good. Registered by hand, not installed."""
+every replica succeeded, failure when one failed for good. Registered by hand, not installed.
+
+Its `restartPolicy` takes both forms: the object form `{policy, limit}` limits restarts per
+replica, the string form only by `runPolicy.backoffLimit`, so both engine budgets are tested."""
 
 from __future__ import annotations
 
@@ -23,6 +26,14 @@ class TinyJobSpec(JobSpec):
     replica_specs: list[ReplicaSpec]
 
 
+def _restart_rule(spec: ReplicaSpec) -> RestartRule:
+    """The object form with its limit; the string form bounded by backoffLimit alone, as the
+    string-only kinds read it (PyTorchTrainingJob, DeepSpeedJob): the engine sees both."""
+    if isinstance(spec.restart_policy, str):
+        return RestartRule(policy=spec.restart_policy)
+    return RestartRule.of(spec.restart_policy)
+
+
 class TinyPlugin:
     @hookimpl
     def t9kjobs_kinds(self) -> list[KindInfo]:
@@ -36,9 +47,7 @@ class TinyPlugin:
     def t9kjobs_build_pods(self, job: Any) -> list[DesiredPod]:
         spec = job.spec_as(TinyJobSpec)
         return [
-            DesiredPod(
-                rs.type, i, RestartRule.of(rs.restart_policy), new_pod(job, rs.type, i, rs.template)
-            )
+            DesiredPod(rs.type, i, _restart_rule(rs), new_pod(job, rs.type, i, rs.template))
             for rs in spec.replica_specs
             for i in range(rs.replicas)
         ]

@@ -17,6 +17,7 @@ NODE_NAME=t9kjobs-node-0
 NODE_BRIDGE=t9kjobs0
 NODE_SUBNET=10.244.0.0/24
 NODE_IP=10.244.0.1 # the bridge's address: kubelet, CoreDNS and the API server's way to the pods
+NODE_BRIDGE_MAC=02:74:39:6b:00:01 # locally administered, fixed (see the bridge below)
 N="$D/node"
 # The sysctls kubelet (setupKernelTunables) and the CNI bridge plugin (isGateway) write.
 NODE_SYSCTLS=(net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/panic
@@ -55,7 +56,11 @@ kubeconfig "$D/coredns.kubeconfig" coredns
 
 # ---------------------------------------------------------------- network and cgroups
 # The bridge exists before kubelet starts: its address is the node's InternalIP.
-ip link add "$NODE_BRIDGE" type bridge
+# Its MAC address is set, never left to the kernel: a bridge with a random one takes the lowest
+# MAC of its ports, so it changed whenever a pod's veth came or went, and the pods that had
+# learnt the old one lost every packet to the gateway (CoreDNS) until their ARP entry expired:
+# "Temporary failure in name resolution" for tens of seconds, e.g. in DeepSpeed's ssh check.
+ip link add "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC" type bridge
 ip addr add "$NODE_IP/${NODE_SUBNET#*/}" dev "$NODE_BRIDGE"
 ip link set "$NODE_BRIDGE" up
 echo "$NODE_BRIDGE" >"$N/bridge"

@@ -53,18 +53,25 @@ def creator() -> Iterator[ThreadPoolExecutor]:
 
 
 def reconciler(
-    manager: PluginManager, fake: FakeTransport, creator: ThreadPoolExecutor | None
+    manager: PluginManager,
+    fake: FakeTransport,
+    creator: ThreadPoolExecutor | None,
+    job: Any = JOB,
 ) -> tuple[Reconciler, EventRecorder, dict[str, Store]]:
     jobs = Store()
-    jobs.put(JOB)
+    jobs.put(job)
     children = {kind: Store() for kind in CHILD_RESOURCES}
     recorder = EventRecorder(fake.as_transport())
+    kind = job["kind"]
+    resource = job_resource(manager.kind_info(kind))
+    meta = job["metadata"]
+    fake.seed(resource.path(meta["namespace"], meta["name"]), job)
     return (
         Reconciler(
             fake.as_transport(),
             manager,
-            {KIND: job_resource(manager.kind_info(KIND))},
-            {KIND: jobs},
+            {kind: resource},
+            {kind: jobs},
             children,
             frozenset({"PodGroup", "TensorBoard"}),
             recorder,
@@ -173,3 +180,43 @@ def test_already_existing_pods_are_not_an_error(
     the_reconciler.reconcile(KEY)
     recorder.close()
     assert len(fake.posted("pods")) == 1 + WORKERS
+
+
+DEEPSPEED_JOB = yaml.safe_load(
+    """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata: {name: ds, namespace: team-a, uid: ds-uid, resourceVersion: "1"}
+spec:
+  config: {run: {python: [train.py]}}
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers: [{name: worker, image: ds:1, command: [python], args: [train.py]}]
+"""
+)
+
+
+def test_validation_warnings_are_warning_events_when_pods_are_created(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    """A field the operator overrides (DeepSpeed's own command and args) is said where a user
+    of kubectl sees it: `kubectl describe` lists the warnings of `t9kjobs validate`."""
+    fake = FakeTransport()
+    the_reconciler, recorder, children = reconciler(manager, fake, creator, DEEPSPEED_JOB)
+    key = ("DeepSpeedJob", "team-a", "ds")
+    the_reconciler.reconcile(key)
+    assert len(children["Pod"].owned_by("ds-uid")) == 2
+    the_reconciler.reconcile(key)  # nothing to create: nothing said again
+    recorder.close()
+    base = "spec.worker.template.spec.containers[0]"
+    ignored = "ignored: worker-0 runs sshd and the launcher"
+    events = [(b["type"], b["reason"], b["message"]) for b in fake.posted("events")]
+    assert [e[:2] for e in events] == [
+        ("Warning", "SpecWarning"),
+        ("Warning", "SpecWarning"),
+        ("Normal", "PodsCreated"),
+    ]
+    assert events[0][2].startswith(f"{base}.command: {ignored}")
+    assert events[1][2].startswith(f"{base}.args: {ignored}")

@@ -12,6 +12,8 @@ prints lines the tests read:
 
 ``--fail-rank R`` makes global rank R raise after ``--fail-after`` steps (failure tests);
 ``--deepspeed`` trains through ``deepspeed.initialize`` (ZeRO stage 0 on CPU);
+``--colossalai`` joins the group through ``colossalai.launch_from_torch`` (as under
+``colossalai run``) instead of ``torch.distributed.init_process_group``;
 ``--steps``, ``--sleep`` (seconds per step) set how long it runs; ``--rank-offset N`` adds N to
 ``$RANK`` (a GenericJob numbers each replica type from 0).
 """
@@ -39,6 +41,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fail-after", type=int, default=5)
     parser.add_argument("--deepspeed", action="store_true", help="deepspeed.initialize")
     parser.add_argument(
+        "--colossalai", action="store_true", help="colossalai.launch_from_torch to join the group"
+    )
+    parser.add_argument(
         "--rank-offset",
         type=int,
         default=0,
@@ -47,6 +52,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # deepspeed's launcher passes --local_rank=N unless told --no_local_rank
     parser.add_argument("--local_rank", "--local-rank", type=int, default=None)
     return parser.parse_args(argv)
+
+
+def say(line: str) -> None:
+    """Print one line in one write: ranks sharing a stdout (torchrun, pdsh) never merge lines,
+    as print's separate write of the newline lets them."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def model() -> torch.nn.Module:
@@ -69,12 +81,16 @@ def main(argv: list[str]) -> int:
     local_rank = args.local_rank if args.local_rank is not None else int(env.get("LOCAL_RANK", 0))
     if args.rank_offset:
         os.environ["RANK"] = str(int(env["RANK"]) + args.rank_offset)
-    dist.init_process_group("gloo")
+    if args.colossalai:
+        import colossalai
+
+        colossalai.launch_from_torch(config={}, backend="gloo")
+    else:
+        dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    print(
+    say(
         f"start rank={rank} world={world} local_rank={local_rank} host={socket.gethostname()}"
-        f" restart={env.get('TORCHELASTIC_RESTART_COUNT', '-')}",
-        flush=True,
+        f" restart={env.get('TORCHELASTIC_RESTART_COUNT', '-')}"
     )
     net = model()
     if args.deepspeed:
@@ -118,7 +134,7 @@ def main(argv: list[str]) -> int:
         if step == 1:
             first = last
         if step % args.log_every == 0 or step == 1:
-            print(f"step {step} rank={rank} world={world} loss={last:.5f}", flush=True)
+            say(f"step {step} rank={rank} world={world} loss={last:.5f}")
         if args.sleep:
             time.sleep(args.sleep)
     # every rank agrees on the weights: all-reduce a checksum and compare
@@ -126,10 +142,9 @@ def main(argv: list[str]) -> int:
     gathered = [torch.zeros(1) for _ in range(world)]
     dist.all_gather(gathered, checksum)
     in_sync = all(abs(float(g) - float(checksum)) < 1e-4 for g in gathered)
-    print(
+    say(
         f"done rank={rank} world={world} first_loss={first:.5f} last_loss={last:.5f}"
-        f" steps={args.steps} in_sync={in_sync}",
-        flush=True,
+        f" steps={args.steps} in_sync={in_sync}"
     )
     # No dist.destroy_process_group(): with torch 1.13 under torchrun's static rendezvous (as
     # `colossalai run` starts it) it never returns, torchrun's agents then wait at their exit

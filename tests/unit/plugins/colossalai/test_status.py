@@ -110,7 +110,7 @@ def test_launcher_failure_within_its_limit_restarts_it(
     assert condition(result, "ReplicaFailure") == (
         "True",
         "ReplicaFailed",
-        f"{LAUNCHER} failed with exit code 1",
+        f"{LAUNCHER} failed with exit code 1 (container launcher)",
     )
     # The replacement is created on the next reconcile, as incarnation 1.
     result = c.reconcile()
@@ -131,7 +131,7 @@ def test_launcher_failure_past_its_limit_fails_the_job(
     assert condition(result, "Failed") == (
         "True",
         "LauncherFailed",
-        f"{LAUNCHER} failed with exit code 2 after 1 restart(s)",
+        f"{LAUNCHER} failed with exit code 2 (container launcher) after 1 restart(s)",
     )
     # cleanUpWorkers: the workers go, the launcher (and its log) stays.
     assert deleted(result) == [WORKER_0, WORKER_1]
@@ -147,7 +147,7 @@ def test_string_restart_policy_has_limit_zero(make_job: Any, manager: PluginMana
     assert condition(result, "Failed") == (
         "True",
         "LauncherFailed",
-        f"{LAUNCHER} failed with exit code 1",
+        f"{LAUNCHER} failed with exit code 1 (container launcher)",
     )
 
 
@@ -159,7 +159,7 @@ def test_failed_worker_is_reported_and_restarted(make_job: Any, manager: PluginM
     assert condition(result, "ReplicaFailure") == (
         "True",
         "ReplicaFailed",
-        f"{WORKER_1} failed with exit code 137",
+        f"{WORKER_1} failed with exit code 137 (container worker)",
     )
     assert deleted(result) == [WORKER_1]
     assert result.status.backoff_count == 1
@@ -175,7 +175,7 @@ def test_worker_failed_for_good_does_not_fail_the_job(
     assert condition(result, "ReplicaFailure") == (
         "True",
         "ReplicaFailed",
-        f"{WORKER_0} failed with exit code 1",
+        f"{WORKER_0} failed with exit code 1 (container worker)",
     )
     assert result.delete == ()  # not restarted, and kept for its log
     assert result.status.finished is False

@@ -24,8 +24,6 @@ _BASE: dict[str, Any] = {
                         {
                             "name": "worker",
                             "image": "deepspeed:latest",
-                            "command": ["ignored"],
-                            "args": ["ignored"],
                             "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
                         }
                     ]

@@ -86,6 +86,8 @@ def test_every_worker_mounts_the_key_and_the_hostfile(make_job: Any, manager: An
 
 def test_workers_run_only_sshd(make_job: Any, manager: Any) -> None:
     doc = base_manifest()
+    own = {"command": ["python", "own.py"], "args": ["--own"]}  # replaced by the operator
+    doc["spec"]["worker"]["template"]["spec"]["containers"][0].update(own)
     doc["spec"]["worker"]["replicas"] = 3
     objects = _objects(make_job, manager, doc)
     for name in ("ds-worker-1", "ds-worker-2"):
@@ -97,6 +99,8 @@ def test_workers_run_only_sshd(make_job: Any, manager: Any) -> None:
 
 def test_worker0_runs_sshd_then_waits_then_launches(make_job: Any, manager: Any) -> None:
     doc = base_manifest()
+    own = {"command": ["python", "own.py"], "args": ["--own"]}  # replaced by the operator
+    doc["spec"]["worker"]["template"]["spec"]["containers"][0].update(own)
     doc["spec"]["worker"]["replicas"] = 3
     pod = _objects(make_job, manager, doc)["ds-worker-0"]
     container = pod["spec"]["containers"][0]

@@ -72,7 +72,7 @@ def test_worker0_failure_is_the_job_failure(make_job: Any, manager: Any) -> None
     failed = condition(result, "Failed")
     assert (failed.reason, failed.message) == (
         "LauncherFailed",
-        "ds-worker-0 failed with exit code 137",
+        "ds-worker-0 failed with exit code 137 (container worker)",
     )
 
 
@@ -92,7 +92,10 @@ def test_worker0_failure_under_exit_code_policy(make_job: Any, manager: Any) -> 
     assert retried.status.phase != "Failed"
     final = run(job, manager, cluster(job, manager, {"ds-worker-0": ("Failed", 2)}))
     assert final.status.phase == "Failed"
-    assert condition(final, "Failed").message == "ds-worker-0 failed with exit code 2"
+    assert (
+        condition(final, "Failed").message
+        == "ds-worker-0 failed with exit code 2 (container worker)"
+    )
 
 
 def test_another_worker_failing_is_reported_but_does_not_decide(

@@ -9,6 +9,7 @@ import pytest
 
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import JobError, check_job, parse_job
+from t9kjobs.plugins.deepspeed.launch import slots_per_worker
 from t9kjobs.plugins.deepspeed.spec import RUN_RULE, DeepSpeedConfig, DeepSpeedJobSpec
 from tests.unit.plugins.deepspeed.jobs import base_manifest, container, with_spec
 
@@ -37,7 +38,8 @@ def test_defaults_follow_the_api_reference(manager: Any) -> None:
     spec = parse_job(doc, manager).spec
     assert isinstance(spec, DeepSpeedJobSpec)
     assert (spec.worker.replicas, spec.worker.restart_policy) == (1, "OnFailure")
-    assert (spec.config.local_rank, spec.config.slots_per_worker) == (True, 1)
+    assert (spec.config.local_rank, spec.config.slots_per_worker) == (True, None)
+    assert slots_per_worker(spec) == 1  # the template asks for no GPU
     assert spec.config.autotune is None and spec.config.other_args == []
     assert spec.disable_custom_env is False
     assert spec.run_policy.backoff_limit == 3
@@ -211,6 +213,21 @@ def test_env_name_that_is_no_shell_variable(manager: Any) -> None:
     doc = base_manifest()
     container(doc)["env"] = [{"name": "my.setting", "value": "1"}]
     assert list(errors(manager, doc)) == ["spec.worker.template.spec.containers[0].env[0]"]
+
+
+def test_the_containers_own_command_and_args_are_ignored_with_warnings(manager: Any) -> None:
+    """Replaced by sshd and the launcher: said in validate (and in an Event by the operator)."""
+    doc = base_manifest()
+    container(doc).update(command=["python", "train.py"], args=["--epochs=3"])
+    base = "spec.worker.template.spec.containers[0]"
+    reason = (
+        "ignored: worker-0 runs sshd and the launcher (the deepspeed command of spec.config),"
+        " the other workers sshd; the training program is spec.config.run (or customCommand)"
+    )
+    assert [str(p) for p in problems(manager, doc)] == [
+        f"warning: {base}.command: {reason}",
+        f"warning: {base}.args: {reason}",
+    ]
 
 
 def test_env_from_is_a_warning(manager: Any) -> None:

@@ -11,9 +11,11 @@ import yaml
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
+from t9kjobs.models import RestartRule
 from t9kjobs.render import render_job
 from tests.unit.conftest import REPO
 from tests.unit.golden import assert_golden
+from tests.unit.test_planner import Sim
 
 GOLDEN = Path(__file__).parent / "golden"
 EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"
@@ -179,6 +181,9 @@ def test_default_rules_without_any(manager: PluginManager) -> None:
 def _services(manager: PluginManager, ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     doc = _example()
     doc["spec"]["service"] = {"ports": ports}
+    if not any(p.get("name") == "torch" for p in ports):
+        for rs in doc["spec"]["replicaSpecs"]:  # MASTER_PORT: $(service.port[torch])
+            rs["template"]["spec"]["containers"][0]["env"].pop()
     job, _ = load_job(doc, manager)
     return [o for o in render_job(job, manager) if o["kind"] == "Service"]
 
@@ -189,11 +194,114 @@ def test_per_replica_services_are_headless(manager: PluginManager) -> None:
     for svc in _services(manager, [{"name": "torch", "port": 2222}]):
         assert svc["spec"]["clusterIP"] == "None"
         assert svc["spec"]["publishNotReadyAddresses"] is True
-        assert svc["spec"]["ports"] == [{"name": "torch", "port": 2222, "targetPort": 2222}]
+        assert svc["spec"]["ports"] == [
+            {"name": "torch", "port": 2222, "targetPort": 2222, "protocol": "TCP"}
+        ]
 
 
 def test_a_port_mapped_to_another_target_port_keeps_a_cluster_ip(manager: PluginManager) -> None:
     ports = [{"name": "torch", "port": 2222}, {"name": "web", "port": 80, "targetPort": 8080}]
     for svc in _services(manager, ports):
         assert "clusterIP" not in svc["spec"]  # a ClusterIP: only kube-proxy can map 80 -> 8080
-        assert svc["spec"]["ports"][1] == {"name": "web", "port": 80, "targetPort": 8080}
+        assert svc["spec"]["ports"][1] == {
+            "name": "web",
+            "port": 80,
+            "targetPort": 8080,
+            "protocol": "TCP",
+        }
+
+
+@pytest.mark.parametrize(
+    "policy", ["OnFailure", "Always", None], ids=["OnFailure", "Always", "unset"]
+)
+def test_the_string_form_and_the_default_have_the_default_limit_0(
+    manager: PluginManager, policy: str | None
+) -> None:
+    """The GenericJob reference: `limit` defaults to 0, and the string form is that policy with
+    the default limit; GenericJob has no backoffLimit, so without it restarts never end."""
+    doc = _example()
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs.pop("restartPolicy")
+        if policy is not None:
+            rs["restartPolicy"] = policy
+    job, _ = load_job(doc, manager)
+    rules = [p.restart for p in manager.hooks_for("GenericJob").build_pods(job)]
+    assert rules == [RestartRule(policy=policy or "OnFailure", limit=0)] * 4
+    doc["metadata"].update(namespace="ns", uid="job-uid")
+    sim = Sim(doc, manager)
+    sim.step()
+    sim.set("generic-ddp-master-0", "Failed", 1)
+    p = sim.step()
+    # Not restarted (limit 0); cleanUpPolicy Unfinished deletes only the running workers.
+    assert "generic-ddp-master-0" not in {d.name for d in p.delete}
+    assert p.status.phase == "Failed" and p.status.backoff_count == 0
+    failed = p.status.condition("Failed")
+    assert failed is not None and failed.reason == "FailureRuleMatched"
+    assert (
+        failed.message == "generic-ddp-master-0 failed with exit code 1 (container pytorch)"
+        " (failureRules[0] is fulfilled)"
+    )
+
+
+def test_a_single_unnamed_port_and_app_protocol_are_accepted(manager: PluginManager) -> None:
+    """What a Service accepts: one port needs no name; `appProtocol` is passed on."""
+    ports = [{"port": 2222, "appProtocol": "kubernetes.io/h2c"}]
+    for svc in _services(manager, ports):
+        assert svc["spec"]["ports"] == [
+            {
+                "port": 2222,
+                "targetPort": 2222,
+                "protocol": "TCP",
+                "appProtocol": "kubernetes.io/h2c",
+            }
+        ]
+
+
+def test_named_ports_still_resolve_with_app_protocol_and_long_names(
+    manager: PluginManager,
+) -> None:
+    doc = _example()
+    name = "torch-distributed"  # a Service port name is a DNS label (63), not IANA (15)
+    doc["spec"]["service"] = {
+        "ports": [
+            {"name": name, "port": 2222, "appProtocol": "grpc"},
+            {"name": "dns", "port": 53, "protocol": "UDP"},
+            {"name": "dns-tcp", "port": 53},  # the same port with another protocol
+        ]
+    }
+    for rs in doc["spec"]["replicaSpecs"]:
+        rs["template"]["spec"]["containers"][0]["env"][-1]["value"] = f"$(service.port[{name}])"
+    job, _ = load_job(doc, manager)
+    objects = render_job(job, manager)
+    pod = next(o for o in objects if o["kind"] == "Pod")
+    assert _env(pod)["MASTER_PORT"] == "2222"
+    svc = next(o for o in objects if o["kind"] == "Service")
+    assert svc["spec"]["ports"][0]["appProtocol"] == "grpc"
+
+
+@pytest.mark.parametrize(
+    ("ports", "path", "words"),
+    [
+        ([{"name": "a", "port": 1}, {"port": 2}], "spec.service.ports[1].name", "required"),
+        ([{"port": 1}, {"port": 2}], "spec.service.ports[0].name", "required"),
+        ([{"name": "a", "port": 1}, {"name": "a", "port": 2}], "spec.service.ports", "'a'"),
+        (
+            [{"name": "a", "port": 80}, {"name": "b", "port": 80, "protocol": "TCP"}],
+            "spec.service.ports[1]",
+            "port 80/TCP is repeated",
+        ),
+        ([{"port": 1, "protocol": "HTTP"}], "spec.service.ports[0].protocol", "'TCP'"),
+        ([{"port": 1, "appProtocol": "not a name"}], "spec.service.ports[0].appProtocol", ""),
+        ([{"name": "Torch", "port": 1}], "spec.service.ports[0].name", "pattern"),
+    ],
+    ids=["one-unnamed", "both-unnamed", "same-name", "same-port", "protocol", "app", "name"],
+)
+def test_ports_a_service_refuses_are_refused(
+    manager: PluginManager, ports: list[dict[str, Any]], path: str, words: str
+) -> None:
+    doc = _example()
+    doc["spec"]["service"] = {"ports": ports}
+    with pytest.raises(JobError) as err:
+        load_job(doc, manager)
+    messages = [str(p) for p in err.value.problems]
+    assert any(m.startswith(path + ":") and words in m for m in messages), messages

@@ -61,14 +61,17 @@ def test_worker_failing_for_good_fails_the_job(manager: PluginManager, make_job:
     assert result.status.phase == "Failed"
     failed = result.status.condition("Failed")
     assert failed is not None and failed.reason == "ReplicaFailed"
-    assert failed.message == "job-worker-1 failed with exit code 137"
+    assert failed.message == "job-worker-1 failed with exit code 137 (container pytorch)"
 
 
 def test_non_retryable_exit_code_fails_the_job(manager: PluginManager, make_job: MakeJob) -> None:
     result = _plan(manager, _job(make_job, "ExitCode"), {"job-worker-0": ("Failed", 1)})
     assert result.status.phase == "Failed"
     failed = result.status.condition("Failed")
-    assert failed is not None and failed.message == "job-worker-0 failed with exit code 1"
+    assert (
+        failed is not None
+        and failed.message == "job-worker-0 failed with exit code 1 (container pytorch)"
+    )
 
 
 def test_restarting_worker_does_not_fail_the_job(manager: PluginManager, make_job: MakeJob) -> None:
@@ -78,7 +81,7 @@ def test_restarting_worker_does_not_fail_the_job(manager: PluginManager, make_jo
     assert [r.name for r in result.delete] == ["job-worker-0"]  # replaced by the next reconcile
     failing = result.status.condition("ReplicaFailure")
     assert failing is not None and failing.status == "True"
-    assert failing.message == "job-worker-0 failed with exit code 137"
+    assert failing.message == "job-worker-0 failed with exit code 137 (container pytorch)"
 
 
 def test_master_failing_with_restarts_left_restarts(

@@ -1,0 +1,123 @@
+"""DeepSpeedJob trains for real in each form of `config`: `run.module` and `customCommand` (the
+`run.python` form is the runnable example examples/deepspeedjob/mlp-cpu.yaml, trained by
+test_training.py), and in debug mode by the launch command run by hand on worker-0.
+
+Every form goes the same way: worker-0 waits for every worker's sshd, writes the env file, and
+DeepSpeed's launcher reaches the workers with pdsh over ssh (the job's own key) through the
+generated hostfile; the script trains through `deepspeed.initialize` on CPU (gloo).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.cluster import Cluster
+from tests.e2e.operator import OperatorProcess, operator
+from tests.real.jobs import (
+    MLP,
+    apply,
+    assert_trained,
+    container,
+    events_of,
+    job_logs,
+    pods_of,
+    wait_finished,
+    wait_for,
+)
+
+__all__ = ["operator"]  # the fixture, imported for this module
+
+KIND = "DeepSpeedJob"
+
+
+def dsj(name: str, workers: int, config: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": KIND,
+        "metadata": {"name": name},
+        "spec": {
+            "config": config,
+            "worker": {
+                "replicas": workers,
+                "restartPolicy": "Never",
+                "template": {"spec": {"containers": [container("worker")]}},
+            },
+            **spec,
+        },
+    }
+
+
+def test_the_module_and_custom_command_forms_train_over_pdsh(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    module = dsj(
+        "ds-module",
+        2,
+        # `deepspeed --module mlp`: the image's working directory holds mlp.py, and the
+        # launcher runs every rank from its own working directory
+        {"run": {"module": ["mlp", "--deepspeed", "--steps=150"]}},
+    )
+    custom = dsj(
+        "ds-custom",
+        2,
+        {
+            "slotsPerWorker": 2,
+            "customCommand": f"deepspeed --hostfile=/t9k/hostfile {MLP} --deepspeed --steps=150",
+        },
+    )
+    apply(cluster, namespace, module, custom)
+    for name, world, hint in (("ds-module", 2, "--module"), ("ds-custom", 4, "customCommand")):
+        final = wait_finished(cluster, namespace, KIND, name)
+        logs = job_logs(cluster, namespace, name)
+        assert final["status"]["phase"] == "Succeeded", (name, final["status"], logs)
+        # worker-0 ran every rank through pdsh: the other worker's ranks print there too
+        launcher = logs[f"{name}-worker-0"]
+        assert "cmd = pdsh " in launcher, launcher
+        assert_trained({f"{name}-worker-0": launcher}, world, hint)
+        reasons = [e["reason"] for e in events_of(cluster, namespace, name)]
+        assert "Succeeded" in reasons, reasons
+        # the sshd-only workers are stopped when worker-0 finishes
+        assert sorted(pods_of(cluster, namespace, name)) == [f"{name}-worker-0"]
+    module_line = pods_of(cluster, namespace, "ds-module")["ds-module-worker-0"]["spec"][
+        "containers"
+    ][0]["command"][-1]
+    assert "exec deepspeed --hostfile=/t9k/hostfile --module mlp --deepspeed" in module_line
+
+
+def test_debug_mode_workers_wait_and_the_launch_command_run_on_worker_0_trains(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    job = dsj(
+        "ds-debug",
+        2,
+        {"run": {"python": [MLP, "--deepspeed", "--steps=100"]}},
+        runMode={"debug": {"enabled": True}},
+    )
+    apply(cluster, namespace, job)
+    wait_for(
+        cluster,
+        namespace,
+        KIND,
+        "ds-debug",
+        "debug mode with every pod running",
+        lambda j: (j.get("status") or {}).get("aggregate", {}).get("running") == 2,
+        timeout=300,
+    )
+    out = cluster.kubectl(
+        "-n",
+        namespace,
+        "exec",
+        "ds-debug-worker-0",
+        "--",
+        "bash",
+        "-c",
+        'eval "$T9KJOBS_LAUNCH_COMMAND"',
+        timeout=300,
+    ).stdout
+    assert "t9k-jobs: all 2 worker(s) answer over ssh" in out, out
+    assert_trained({"exec on worker-0": out}, 2, "debug mode, launched by hand")
+    job_now = json.loads(
+        cluster.kubectl("-n", namespace, "get", "dsj", "ds-debug", "-o", "json").stdout
+    )
+    assert job_now["status"]["phase"] == "Running"  # debug mode: pod exits never finish it
