@@ -3,21 +3,19 @@ explicit null read as an absent field.
 
 Refusing unknown fields is what lets `t9kjobs validate` catch a misspelt field that the API
 server would otherwise prune silently. A null is absent because the API server prunes a null
-from every field its schema does not mark `nullable` (then applies the default): `cleanUpPolicy:
-null` means the default there, so it must here too.
+from every field its schema does not mark `nullable` (none is, `t9kjobs.crds`), then applies the
+default: `cleanUpPolicy: null` means the default there, so it must here too.
 """
 
 from __future__ import annotations
 
-import types
-import typing
 from functools import cache
 from typing import Any
 
 from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ApiModel", "drop_nulls", "dump", "field_spellings", "nullable_names", "wire_names"]
+__all__ = ["ApiModel", "drop_nulls", "dump", "field_spellings", "wire_names"]
 
 
 class ApiModel(BaseModel):
@@ -32,21 +30,9 @@ class ApiModel(BaseModel):
     @classmethod
     def _null_is_absent(cls, data: Any) -> Any:
         if isinstance(data, dict) and any(v is None for v in data.values()):
-            keep = nullable_names(cls)
             known = wire_names(cls)
-            return {k: v for k, v in data.items() if v is not None or k in keep or k not in known}
+            return {k: v for k, v in data.items() if v is not None or k not in known}
         return data
-
-
-def _admits_none(annotation: Any) -> bool:
-    if annotation is None or annotation is type(None) or annotation is Any:
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_admits_none(a) for a in typing.get_args(annotation))
-    if origin is typing.Annotated:
-        return _admits_none(typing.get_args(annotation)[0])
-    return False
 
 
 def field_spellings(name: str, info: Any) -> list[str]:
@@ -72,17 +58,6 @@ def field_spellings(name: str, info: Any) -> list[str]:
 def wire_names(model: type[BaseModel]) -> frozenset[str]:
     """Every spelling of every field of `model` on the wire."""
     return frozenset(s for n, f in model.model_fields.items() for s in field_spellings(n, f))
-
-
-@cache
-def nullable_names(model: type[BaseModel]) -> frozenset[str]:
-    """The wire names of the fields that may be null (their CRD property is `nullable`)."""
-    return frozenset(
-        s
-        for name, info in model.model_fields.items()
-        if _admits_none(info.annotation)
-        for s in field_spellings(name, info)
-    )
 
 
 def drop_nulls(value: Any) -> Any:

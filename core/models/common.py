@@ -251,7 +251,7 @@ class GeneratedCommandResumeSpec(ResumeSpec):
     @field_validator("command", "args")
     @classmethod
     def _refused(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        # Called only for a value the user wrote (even null): the CRD refuses any value too.
+        # Called only for a value the user wrote (a null is absent): the CRD refuses any value.
         raise ValueError(f"`{info.field_name}` {_GENERATED_COMMAND}")
 
 

@@ -53,6 +53,11 @@ _RUN_MODE = {
         ],
     },
 }
+# DeepSpeedJob and ColossalAIJob generate every pod's command: a resume may not set one.
+_RUN_MODE_GENERATED = {
+    **_RUN_MODE,
+    "pause": {"enabled": False, "resumeSpecs": [{"type": "worker", "skipInitContainer": False}]},
+}
 _SCHEDULER = {"t9kScheduler": {"queue": "default", "priority": 10}}
 _RUN_POLICY = {"activeDeadlineSeconds": 3600, "backoffLimit": 3, "cleanUpPolicy": "All"}
 
@@ -124,7 +129,7 @@ BASES: dict[str, Json] = {
         {
             "scheduler": _SCHEDULER,
             "runPolicy": _RUN_POLICY,
-            "runMode": _RUN_MODE,
+            "runMode": _RUN_MODE_GENERATED,
             "elastic": {
                 "enabled": False,
                 "minReplicas": 1,
@@ -146,7 +151,7 @@ BASES: dict[str, Json] = {
         "ColossalAIJob",
         {
             "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
-            "runMode": _RUN_MODE,
+            "runMode": _RUN_MODE_GENERATED,
             "runPolicy": {"cleanUpWorkers": True},
             "scheduler": _SCHEDULER,
             "torchConfig": {
