@@ -260,6 +260,7 @@ class GeneratedCommandPauseMode(PauseMode):
 
     resume_specs: list[GeneratedCommandResumeSpec] = Field(  # type: ignore[assignment]
         default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
         description="Per replica type overrides used when resuming: skipInitContainer only.",
     )
 
