@@ -47,14 +47,19 @@ def status(cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any]
     return dict(found.get("status") or {})
 
 
-def failed_condition(cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any]:
+def failed_condition(
+    cluster: Any, operator: OperatorProcess, kind: str, namespace: str, name: str
+) -> dict[str, Any]:
     def failed() -> dict[str, Any] | None:
         found = status(cluster, kind, namespace, name)
         if found.get("phase") != "Failed":
             return None
         return next(c for c in found["conditions"] if c["type"] == "Failed")
 
-    return dict(cluster.poll(failed, timeout=60, message=f"{kind} {name} to fail"))
+    try:
+        return dict(cluster.poll(failed, timeout=60, message=f"{kind} {name} to fail"))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the operator's log ends:\n{operator.log_tail()}") from exc
 
 
 def pods(cluster: Any, namespace: str) -> list[str]:
@@ -67,7 +72,7 @@ def test_a_pod_the_api_server_refuses_fails_its_job_with_the_servers_message(
 ) -> None:
     template = {"metadata": {"labels": {"team": "x" * 64}}, "spec": {"containers": [CONTAINER]}}
     create(cluster, generic_job("long-label", namespace, template=template))
-    failed = failed_condition(cluster, "genericjob", namespace, "long-label")
+    failed = failed_condition(cluster, operator, "genericjob", namespace, "long-label")
     assert failed["reason"] == "ChildRejected"
     assert "refused Pod long-label-worker-0" in failed["message"]
     assert "must be no more than 63 characters" in failed["message"]
@@ -144,7 +149,7 @@ def test_a_job_nested_too_deep_fails_alone_and_the_operator_stays_ready(
     healthy = simulate(generic_job("healthy", namespace), seconds=1)
     create(cluster, healthy)
     for name in ("deep-1000", "deep-5000"):
-        failed = failed_condition(cluster, "deepspeedjob", namespace, name)
+        failed = failed_condition(cluster, operator, "deepspeedjob", namespace, name)
         assert failed["reason"] == "InvalidSpec"
         assert "nested deeper than 100 levels" in failed["message"]
     cluster.poll(
@@ -199,7 +204,7 @@ def test_huge_replicas_are_refused_at_admission_and_fail_a_stored_job(
         )
     finally:
         install_crds(cluster)
-    failed = failed_condition(cluster, "genericjob", namespace, "huge")
+    failed = failed_condition(cluster, operator, "genericjob", namespace, "huge")
     assert failed["reason"] == "InvalidSpec"
     assert "spec.replicaSpecs[0].replicas: must be <= 1000" in failed["message"]
     assert pods(cluster, namespace) == []

@@ -103,7 +103,10 @@ def test_every_admitted_bad_job_ends_with_a_reason_and_a_healthy_one_succeeds(
         now = jobs()
         pending = {n: i for n, i in pending.items() if not _settled(now.get(n, {}))}
         time.sleep(1)
-    assert not pending, f"no reason within {DEADLINE:.0f}s: {sorted(pending.values())[:10]}"
+    assert not pending, (
+        f"no reason within {DEADLINE:.0f}s: {sorted(pending.values())[:10]}; the operator's"
+        f" log ends:\n{operator.log_tail()}"
+    )
     cluster.poll(
         lambda: (jobs()["healthy"].get("status") or {}).get("phase") == "Succeeded",
         timeout=120,
