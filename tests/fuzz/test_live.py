@@ -88,14 +88,18 @@ def test_every_admitted_bad_job_ends_with_a_reason_and_a_healthy_one_succeeds(
     stream.write_bytes(
         b"".join(b"---\n" + c.text for c in sample) + b"---\n" + dump(healthy).encode()
     )
-    cluster.kubectl("create", "-n", namespace, "-f", str(stream), timeout=300)
+    # A real create may refuse what a dry run admitted (etcd's size limit): kubectl goes on.
+    cluster.kubectl("create", "-n", namespace, "-f", str(stream), timeout=300, check=False)
     started = time.monotonic()
-    names = {c.name: c.id for c in sample}
     kinds = ",".join(sorted({k.lower() for k in BASES}))
 
     def jobs() -> dict[str, dict[str, Any]]:
         found = json.loads(cluster.kubectl("get", kinds, "-n", namespace, "-o", "json").stdout)
         return {j["metadata"]["name"]: j for j in found["items"]}
+
+    created = jobs()
+    names = {c.name: c.id for c in sample if c.name in created}
+    assert len(names) >= 0.9 * len(sample) and "healthy" in created, sorted(created)[:5]
 
     # The promise: a reason within 30 s of submission, for every one of them.
     pending = dict(names)
