@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.controller.decoding import loads
 from t9kjobs.models import API_VERSION
 from t9kjobs.testing.simulation import simulate
 from tests.e2e.operator import OperatorProcess, install_crds, operator, operator_process
@@ -43,7 +44,8 @@ def create(cluster: Any, doc: dict[str, Any] | str, check: bool = True) -> Any:
 
 
 def status(cluster: Any, kind: str, namespace: str, name: str) -> dict[str, Any]:
-    found = json.loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)
+    # The operator's decoder: Python's gives up on a job nested 1,000 levels deep.
+    found = loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)
     return dict(found.get("status") or {})
 
 
@@ -75,7 +77,7 @@ def test_a_pod_the_api_server_refuses_fails_its_job_with_the_servers_message(
     failed = failed_condition(cluster, operator, "genericjob", namespace, "long-label")
     assert failed["reason"] == "ChildRejected"
     assert "refused Pod long-label-worker-0" in failed["message"]
-    assert "must be no more than 63 characters" in failed["message"]
+    assert "must be no more than 63" in failed["message"]
     events = json.loads(
         cluster.kubectl(
             "get",
