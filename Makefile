@@ -77,7 +77,8 @@ mutate: $(STAMP)
 plugin-guide: $(STAMP)
 	$(BIN)/python hack/gen_plugin_guide.py
 
-# Every tier: static checks, unit tests, the conformance kit, end-to-end tests on the local cluster.
+# Every tier: static checks, unit tests, the conformance kit, the fuzz tier, end-to-end tests on
+# the local cluster.
 test: $(STAMP) check conformance
 	$(BIN)/pytest tests
 

@@ -1,30 +1,51 @@
-"""From YAML text or a manifest dict to a typed Job, with every problem named by field path.
+"""From a manifest file or dict to a typed Job, with every problem named by field path.
 
 Errors are collected, never raised as tracebacks at users: `JobError.problems` lists
-`spec.replicaSpecs[0].replicas: must be >= 0`-style lines.
+`spec.replicaSpecs[0].replicas: must be >= 0`-style lines. Files are read as kubectl reads them
+(`t9kjobs.kubeyaml`), and a manifest is held to the CRD schema's typing exactly: no lax
+coercion (`"1"` is not an integer, `true` is not a string), a null field is an absent one, as
+the API server prunes it. A manifest nested deeper than `MAX_DEPTH` is refused before anything
+walks it: no pod template needs that many levels, and the operator must not recurse into one.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from t9kjobs.crds import openapi_schema
 from t9kjobs.kinds import Problem
+from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import API_VERSION, Job, ObjectMeta
+from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
+from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_OBJECT_BYTES",
     "JobError",
+    "Unreadable",
     "check_job",
+    "depth_problem",
     "load_documents",
     "load_job",
     "parse_job",
     "problems_from_validation_error",
+    "spec_schema",
+    "submitted",
 ]
+
+# Levels of nesting a manifest may have (the job itself is level 1). A pod template needs about
+# 15; the API server would take 10,000 inside a template, which the operator must then walk.
+MAX_DEPTH = 100
+
+_TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
+# What etcd stores of one object (its --max-request-bytes default): 1.5 MiB.
+MAX_OBJECT_BYTES = 1536 * 1024
 
 
 class JobError(Exception):
@@ -35,97 +56,130 @@ class JobError(Exception):
         self.problems = problems
 
 
-def load_documents(text: str, source: str = "<input>") -> list[dict[str, Any]]:
-    """The non-empty YAML documents of `text`; malformed YAML is a JobError naming the line."""
+def _kind_of(value: Any) -> str:
+    return {list: "a list", str: "a string", type(None): "null"}.get(type(value), "a scalar")
+
+
+def load_documents(data: bytes | str, source: str = "<input>") -> list[dict[str, Any]]:
+    """The non-empty documents of a file, as kubectl reads them. A problem of the text is a
+    JobError located `<source>:<line>:<column>`; bytes that are not text are `Unreadable`."""
+    raw = data.encode() if isinstance(data, str) else data
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise JobError([Problem(where, f"malformed YAML: {problem}")]) from None
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, dict):
-            raise JobError([Problem(f"{source}[{i}]", "a job must be a YAML mapping")])
-    return docs
+        docs = documents(raw)
+    except YamlProblem as exc:
+        where = f"{source}:{exc.line}:{exc.column}"
+        message = exc.message if "nested" in exc.message else f"malformed YAML: {exc.message}"
+        raise JobError([Problem(where, message)]) from None
+    problems = [
+        Problem(
+            f"{source}:{doc.line}:{doc.column}",
+            "a job must be a mapping (apiVersion, kind, metadata, spec),"
+            f" got {_kind_of(doc.value)}",
+        )
+        for doc in docs
+        if not isinstance(doc.value, dict)
+    ]
+    if problems:
+        raise JobError(problems)
+    if not docs:
+        raise JobError([Problem(f"{source}:1:1", "no job in the file")])
+    return [doc.value for doc in docs]
 
 
-# Union members show up in pydantic locations as `literal['A','B']` or a class name.
-_UNION_TAG = re.compile(r"^(literal\[.*\]|[A-Z]\w*|list\[.*\]|str|int|bool|function-.*)$")
-
-
-def _path(prefix: str, loc: tuple[int | str, ...]) -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not _UNION_TAG.match(part):
-            out += f".{part}" if out else part
-    return out
-
-
-_MESSAGE_FIXES = (
-    (re.compile(r"^Input should be greater than or equal to (\S+)$"), r"must be >= \1"),
-    (re.compile(r"^Input should be less than or equal to (\S+)$"), r"must be <= \1"),
-    (re.compile(r"^Extra inputs are not permitted$"), "unknown field"),
-    (re.compile(r"^Field required$"), "required field is missing"),
-    (re.compile(r"^Value error, "), ""),
-)
-
-
-def _message(text: str) -> str:
-    for pattern, repl in _MESSAGE_FIXES:
-        text = pattern.sub(repl, text)
-    return text
-
-
-def problems_from_validation_error(exc: ValidationError, prefix: str) -> list[Problem]:
-    """One Problem per field path; the alternatives of a union are merged into one line."""
-    by_path: dict[str, list[str]] = {}
-    for err in exc.errors():
-        path = _path(prefix, tuple(err["loc"]))
-        msg = _message(err["msg"])
-        if msg not in by_path.setdefault(path, []):
-            by_path[path].append(msg)
-    return [Problem(path, " or ".join(msgs)) for path, msgs in by_path.items()]
+def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
+    """The first place `manifest` nests deeper than `limit` levels, found without recursion."""
+    work: list[tuple[Any, int, str]] = [(manifest, 1, "")]
+    while work:
+        value, depth, path = work.pop()
+        if not isinstance(value, dict | list):
+            continue
+        if depth > limit:
+            # A long path is cut between two of its parts: `spec.x[0][0]...`.
+            cut = path[:80]
+            shown = path if len(path) <= 80 else cut[: max(cut.rfind("["), cut.rfind("."))] + "..."
+            return Problem(shown or "spec", f"nested deeper than {limit} levels")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            sub = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+            work.append((item, depth + 1, sub))
+    return None
 
 
 def _iter_meta_problems(manifest: dict[str, Any], manager: PluginManager) -> Iterator[Problem]:
+    for key in manifest:
+        if key not in _TOP_LEVEL:
+            yield Problem(path_of("", [key]), "unknown field" + did_you_mean(key, _TOP_LEVEL))
     api_version = manifest.get("apiVersion")
     if api_version != API_VERSION:
         yield Problem("apiVersion", f"must be {API_VERSION!r}, got {api_version!r}")
     kind = manifest.get("kind")
-    if not kind:
+    if kind is None or kind == "":
         yield Problem("kind", "required field is missing")
+    elif not isinstance(kind, str):
+        yield Problem("kind", f"must be a string, got {_kind_of(kind)}")
     elif kind not in manager.kinds:
         known = ", ".join(sorted(manager.kinds)) or "none"
-        yield Problem("kind", f"unknown kind {kind!r}; the installed plugins serve: {known}")
+        hint = did_you_mean(kind, manager.kinds)
+        yield Problem("kind", f"unknown kind {kind!r}{hint}; the installed plugins serve: {known}")
     if not isinstance(manifest.get("spec"), dict):
         yield Problem("spec", "required field is missing or not a mapping")
 
 
+def _metadata(manifest: dict[str, Any], problems: list[Problem]) -> ObjectMeta | None:
+    given = manifest.get("metadata")
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        problems.append(Problem("metadata", f"must be a mapping, got {_kind_of(given)}"))
+        return None
+    for key in given:
+        if key not in OBJECT_META_FIELDS:
+            hint = did_you_mean(key, OBJECT_META_FIELDS)
+            problems.append(Problem(path_of("metadata", [key]), "unknown field" + hint))
+    generated = given.get("generateName")
+    if given.get("name") is None and isinstance(generated, str):
+        # Named by the API server: the prefix and five random characters.
+        given = {**given, "name": generated + "xxxxx"}
+    try:
+        return ObjectMeta.model_validate(given, strict=True)
+    except ValidationError as exc:
+        problems.extend(problems_from_validation_error(exc, "metadata", given))
+        return None
+
+
+@lru_cache(maxsize=64)
+def spec_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The CRD schema of a spec model (cached): the names an unknown field may have meant."""
+    return openapi_schema(model)
+
+
 def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
     """A typed Job from a manifest, or a JobError listing every schema problem found."""
+    too_deep = depth_problem(manifest)
+    if too_deep is not None:
+        raise JobError([too_deep])
     problems = list(_iter_meta_problems(manifest, manager))
-    meta: ObjectMeta | None = None
-    try:
-        meta = ObjectMeta.model_validate(manifest.get("metadata") or {})
-    except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "metadata"))
+    meta = _metadata(manifest, problems)
     if any(p.path in ("kind", "spec") for p in problems):
         raise JobError(problems)
     info = manager.kind_info(str(manifest["kind"]))
     spec = status = None
     try:
         # By the wire names only: a snake_case spelling would pass here, then be pruned by the
-        # API server.
-        spec = info.spec_model.model_validate(manifest["spec"], by_alias=True, by_name=False)
+        # API server. Strict: the API server coerces no type into another.
+        spec = info.spec_model.model_validate(
+            manifest["spec"], by_alias=True, by_name=False, strict=True
+        )
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "spec"))
+        problems.extend(
+            problems_from_validation_error(
+                exc, "spec", manifest["spec"], spec_schema(info.spec_model)
+            )
+        )
     try:
         status = info.status_model.model_validate(manifest.get("status") or {})
     except ValidationError as exc:
-        problems.extend(problems_from_validation_error(exc, "status"))
+        problems.extend(problems_from_validation_error(exc, "status", manifest.get("status")))
     if problems or meta is None or spec is None or status is None:
         raise JobError(problems)
     return Job(
@@ -150,3 +204,28 @@ def load_job(manifest: dict[str, Any], manager: PluginManager) -> tuple[Job, lis
     if any(p.severity == "error" for p in found):
         raise JobError(found)
     return job, found
+
+
+def submitted(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """A manifest as the API server takes it on submission: without a status (it drops one;
+    the operator writes the status), and a warning when there was one. A manifest larger
+    than etcd stores is a JobError."""
+    if depth_problem(manifest) is not None:
+        return manifest, []  # parse_job refuses it, before anything walks it
+    size = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_OBJECT_BYTES:
+        biggest = max(manifest, key=lambda k: len(json.dumps(manifest[k])), default="spec")
+        raise JobError(
+            [
+                Problem(
+                    path_of("", [str(biggest)]),
+                    f"the job takes {size} bytes as JSON; the API server stores at most"
+                    f" {MAX_OBJECT_BYTES} (etcd's limit)",
+                )
+            ]
+        )
+    if "status" not in manifest:
+        return manifest, []
+    dropped = {k: v for k, v in manifest.items() if k != "status"}
+    note = "ignored: the API server drops a submitted status; the operator writes it"
+    return dropped, [Problem("status", note, "warning")]

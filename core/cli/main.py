@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import argcomplete
 import yaml
@@ -23,20 +24,55 @@ from t9kjobs.cli.describe import add_describe_parser
 from t9kjobs.cli.logs import add_logs_parser
 from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.cli.version import version_text
-from t9kjobs.loading import JobError, load_documents, load_job
+from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
+from t9kjobs.models import Job
 from t9kjobs.render import render_job
 
 __all__ = ["kubectl_plugin", "kubectl_plugin_completion", "main"]
 
 
-def _read(path: str) -> str:
+class _Unreadable(Exception):
+    """A file that cannot be read or is not text: one line, exit 2."""
+
+
+def _read(path: str) -> bytes:
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.buffer.read()
     try:
-        return Path(path).read_text()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise JobError([]) from exc
+        raise _Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _documents(path: str) -> list[dict[str, Any]]:
+    """The jobs of a file; JobError for problems of the text, _Unreadable for the rest."""
+    data = _read(path)
+    try:
+        return load_documents(data, path)
+    except Unreadable as exc:
+        raise _Unreadable(f"cannot read {path}: {exc}") from None
+
+
+def _checked(where: str, doc: dict[str, Any], manager: PluginManager) -> Job | None:
+    """The job of one document, its warnings and errors printed with `where` in front."""
+    try:
+        doc, ignored = submitted(doc)
+        job, warnings = load_job(doc, manager)
+        warnings = ignored + warnings
+    except JobError as exc:
+        for p in exc.problems:
+            print(f"{where}: {p}", file=sys.stderr)
+        return None
+    except Exception as exc:  # a plugin's check failed: say which, never a traceback
+        print(
+            f"{where}: spec: internal error in the checks of {doc.get('kind')}: {exc!r}",
+            file=sys.stderr,
+        )
+        return None
+    for w in warnings:
+        print(f"{where}: {w}", file=sys.stderr)
+    return job
 
 
 def _cmd_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
@@ -50,10 +86,14 @@ def _cmd_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, manager: PluginManager) -> int:
-    failed = False
+    failed = unreadable = False
     for path in args.files:
         try:
-            docs = load_documents(_read(path), path)
+            docs = _documents(path)
+        except _Unreadable as exc:
+            print(f"t9kjobs: {exc}", file=sys.stderr)
+            unreadable = True
+            continue
         except JobError as exc:
             for p in exc.problems:
                 print(f"{p}", file=sys.stderr)
@@ -62,28 +102,33 @@ def _cmd_validate(args: argparse.Namespace, manager: PluginManager) -> int:
         multi = len(docs) > 1
         for i, doc in enumerate(docs):
             where = f"{path}[{i}]" if multi else path
-            try:
-                _, warnings = load_job(doc, manager)
-            except JobError as exc:
+            if _checked(where, doc, manager) is None:
                 failed = True
-                for p in exc.problems:
-                    print(f"{where}: {p}", file=sys.stderr)
                 continue
-            for w in warnings:
-                print(f"{where}: {w}", file=sys.stderr)
-            name = (doc.get("metadata") or {}).get("name", "?")
+            meta = doc.get("metadata") or {}
+            name = meta.get("name") or f"{meta.get('generateName', '')}<generated>"
             print(f"{where}: {doc.get('kind')} {name} is valid")
-    return 1 if failed else 0
+    return 2 if unreadable else 1 if failed else 0
 
 
 def _cmd_render(args: argparse.Namespace, manager: PluginManager) -> int:
-    docs = load_documents(_read(args.file), args.file)
-    objects = []
-    for doc in docs:
-        job, warnings = load_job(doc, manager)
-        for w in warnings:
-            print(f"{args.file}: {w}", file=sys.stderr)
-        objects.extend(render_job(job, manager))
+    try:
+        docs = _documents(args.file)
+    except _Unreadable as exc:
+        print(f"t9kjobs: {exc}", file=sys.stderr)
+        return 2
+    except JobError as exc:
+        for p in exc.problems:
+            print(f"{p}", file=sys.stderr)
+        return 1
+    multi = len(docs) > 1
+    jobs = [
+        _checked(f"{args.file}[{i}]" if multi else args.file, d, manager)
+        for i, d in enumerate(docs)
+    ]
+    if any(job is None for job in jobs):
+        return 1
+    objects = [obj for job in jobs if job is not None for obj in render_job(job, manager)]
     if args.output == "json":
         print(json.dumps(objects, indent=2, sort_keys=False))
     else:
@@ -149,12 +194,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
         return 2
     except CliError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
-    except JobError as exc:
-        if exc.__cause__ is not None and isinstance(exc.__cause__, OSError):
-            print(f"t9kjobs: {exc.__cause__}", file=sys.stderr)
-        for p in exc.problems:
-            print(f"{getattr(args, 'file', '')}: {p}".lstrip(": "), file=sys.stderr)
         return 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from t9kjobs.manager import PluginManager
 
@@ -13,6 +14,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
     # Imported here: the CLI's offline commands must not pay for the controller's imports.
     from t9kjobs.controller.logs import configure_logging
     from t9kjobs.controller.operator import Operator, Options
+    from t9kjobs.controller.startup import StartupError
 
     configure_logging(args.log_level, args.log_format)
     namespaces = [n for value in args.namespace for n in value.split(",") if n]
@@ -30,7 +32,11 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         identity=args.identity,
         discovery_interval=args.discovery_interval,
     )
-    return Operator(options, manager).run()
+    try:
+        return Operator(options, manager).run()
+    except StartupError as exc:
+        print(f"t9kjobs operator: {exc}", file=sys.stderr)
+        return 2
 
 
 def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

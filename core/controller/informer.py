@@ -225,11 +225,14 @@ class Informer:
                 self._rv = rv
             if kind == "BOOKMARK":
                 continue
-            if kind == "DELETED":
-                self.store.remove(*Store.key(obj), last=obj)
-            else:
-                self.store.put(obj)
-            self._handler(str(kind), obj)
+            try:
+                if kind == "DELETED":
+                    self.store.remove(*Store.key(obj), last=obj)
+                else:
+                    self.store.put(obj)
+                self._handler(str(kind), obj)
+            except Exception as exc:  # one odd object must not stop the watch of all others
+                log.warning("ignored a %s event of %s: %r", kind, self.resource.plural, exc)
             if self._stop.is_set():
                 return
 

@@ -18,8 +18,8 @@ from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.reconciler import JobKey, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource, job_resource
-from t9kjobs.controller.server import serve
-from t9kjobs.controller.transport import ApiError, Transport, load_configuration
+from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
+from t9kjobs.controller.transport import ApiError, Transport
 from t9kjobs.controller.workqueue import WorkQueue
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
@@ -60,7 +60,8 @@ class Operator:
         self.options = options
         self.manager = manager
         self.metrics = Metrics()
-        cfg = load_configuration(options.kubeconfig)
+        cfg = configuration(options.kubeconfig)
+        self.server = str(cfg.host)
         creators = 2 * options.workers
         self.transport = Transport(
             cfg,
@@ -303,9 +304,23 @@ class Operator:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(sig, lambda *_: self.stop.set())
         servers = [
-            serve(self.options.metrics_address, self.metrics.registry, self.ready),
-            serve(self.options.health_address, None, self.ready),
+            listen(
+                self.options.metrics_address,
+                "--metrics-bind-address",
+                self.metrics.registry,
+                self.ready,
+            )
         ]
+        try:
+            servers.append(
+                listen(self.options.health_address, "--health-probe-bind-address", None, self.ready)
+            )
+            preflight(self.transport, self.server)
+        except StartupError:
+            for started in servers:
+                if started is not None:
+                    started.shutdown()
+            raise
         try:
             if not self.options.leader_elect:
                 self.run_controllers()

@@ -14,6 +14,7 @@ deterministic, so a retry can never create a duplicate.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -21,9 +22,16 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from t9kjobs.controller.events import EventRecorder
+from t9kjobs.controller.failing import (
+    CannotHandle,
+    ChildRejected,
+    cut,
+    degraded_status,
+    failed_status,
+    refused_for_good,
+    stored_status,
+)
 from t9kjobs.controller.informer import Store
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource
 from t9kjobs.controller.transport import ApiError, Transport
@@ -32,7 +40,7 @@ from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
-from t9kjobs.planner.conditions import rfc3339, set_condition
+from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.ssh import fill_generated_secret
 
 __all__ = ["JobKey", "Reconciler"]
@@ -92,7 +100,10 @@ class Reconciler:
     # -- the reconcile -----------------------------------------------------------------------
 
     def reconcile(self, key: JobKey) -> float | None:
-        """Bring one job a step closer to its desired state; seconds until it must run again."""
+        """Bring one job a step closer to its desired state; seconds until it must run again.
+
+        A job that cannot go on ends Failed or Degraded here (`t9kjobs.controller.failing`);
+        only transient API errors escape, for the work queue to retry with backoff."""
         kind, namespace, name = key
         raw = self.job_stores[kind].get(namespace, name)
         if raw is None or raw["metadata"].get("deletionTimestamp"):
@@ -107,6 +118,29 @@ class Reconciler:
         except JobError as exc:
             self._invalid(key, raw, exc.problems, jlog)
             return None
+        except Exception as exc:  # a plugin's check failed on this job
+            self._cannot_handle(key, raw, exc, jlog)
+            return None
+        try:
+            return self._sync(key, raw, job, found, jlog)
+        except CannotHandle as exc:
+            self._cannot_handle(key, raw, exc.__cause__ or exc, jlog)
+            return None
+        except ChildRejected as exc:
+            self._fail(key, raw, "ChildRejected", str(exc), jlog)
+            return None
+        except ApiError as exc:
+            if exc.status != 409:  # a conflict is routine: the next reconcile sees the news
+                self._retrying(key, exc)
+            raise
+        except Exception as exc:  # timeouts, connection errors: retried by the work queue
+            self._retrying(key, exc)
+            raise
+
+    def _sync(
+        self, key: JobKey, raw: Obj, job: Job, found: list[Problem], jlog: JobLog
+    ) -> float | None:
+        namespace = key[1]
         the_plan = _with_warnings(self._plan(job), found)
         if the_plan.delete or not the_plan.create:
             self._settle_status(key, raw, the_plan, jlog)  # first: see the module docstring
@@ -126,12 +160,15 @@ class Reconciler:
         children = [
             o for store in self.child_stores.values() for o in store.owned_by(job.metadata.uid)
         ]
-        return plan(
-            job,
-            Observed.of(children, self.absent_kinds),
-            self.clock(),
-            self.manager.hooks_for(job.kind),
-        )
+        try:
+            return plan(
+                job,
+                Observed.of(children, self.absent_kinds),
+                self.clock(),
+                self.manager.hooks_for(job.kind),
+            )
+        except Exception as exc:  # the planner or a plugin hook failed: pure code, no retry
+            raise CannotHandle(str(exc)) from exc
 
     def _settle_status(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
         if the_plan.status_changed:
@@ -156,7 +193,10 @@ class Reconciler:
 
     def _write_status(self, key: JobKey, raw: Obj, status: Obj) -> None:
         kind, namespace, name = key
-        body = {**raw, "status": status}
+        # The status subresource takes only the status (and the resourceVersion): the spec is
+        # not sent, so a job of any size or depth costs the same small write.
+        body: Obj = {k: raw[k] for k in ("apiVersion", "kind", "metadata") if k in raw}
+        body["status"] = status
         answer = self.transport.request(
             "PUT", self.job_resources[kind].path(namespace, name, "status"), body=body
         )
@@ -187,6 +227,8 @@ class Reconciler:
         except ApiError as exc:
             if exc.status == 409:  # AlreadyExists: an earlier attempt made it
                 return
+            if refused_for_good(exc):
+                raise ChildRejected(obj, exc) from exc
             raise
         store = self._store_for(obj["kind"])
         if store is not None:
@@ -194,9 +236,14 @@ class Reconciler:
 
     def _update(self, namespace: str, obj: Obj) -> None:
         resource = self._resource(obj["kind"])
-        answer = self.transport.request(
-            "PUT", resource.path(namespace, obj["metadata"]["name"]), body=obj
-        )
+        try:
+            answer = self.transport.request(
+                "PUT", resource.path(namespace, obj["metadata"]["name"]), body=obj
+            )
+        except ApiError as exc:
+            if refused_for_good(exc):
+                raise ChildRejected(obj, exc) from exc
+            raise
         store = self._store_for(obj["kind"])
         if store is not None:
             store.put(answer)
@@ -224,33 +271,64 @@ class Reconciler:
         else:
             store.remove(namespace, ref.name)
 
-    # -- invalid jobs ------------------------------------------------------------------------
+    # -- jobs that cannot go on (t9kjobs.controller.failing) -------------------------------------
+
+    def _status_model(self, kind: str) -> type[JobStatus]:
+        info = self.manager.kinds.get(kind)
+        return info.status_model if info is not None else JobStatus
 
     def _invalid(self, key: JobKey, raw: Obj, problems: list[Problem], jlog: JobLog) -> None:
         """A job the plugins reject. Before it runs: Failed. Once it runs: its pods are kept,
         a Degraded condition and an event say why, and it resumes when the spec is fixed."""
-        kind = key[0]
-        model = (
-            self.manager.kind_info(kind).status_model if kind in self.manager.kinds else JobStatus
-        )
-        try:
-            status = model.model_validate(raw.get("status") or {})
-        except ValidationError:
-            status = model()
-        if status.finished:
-            return
         message = "; ".join(str(p) for p in problems) or "the job is not valid"
-        before = status.model_copy(deep=True)
-        now = rfc3339(self.clock())
         uid = raw["metadata"].get("uid", "")
-        running = any(store.owned_by(uid) for store in self.child_stores.values())
-        if running:
-            set_condition(status, "Degraded", True, "InvalidSpec", message, now)
-        else:
-            status.phase = "Failed"
-            status.completion_time = now
-            set_condition(status, "Failed", True, "InvalidSpec", message, now)
-        if status != before:
+        if not any(store.owned_by(uid) for store in self.child_stores.values()):
+            self._fail(key, raw, "InvalidSpec", message, jlog)
+            return
+        now = rfc3339(self.clock())
+        status = degraded_status(
+            stored_status(raw, self._status_model(key[0])), "InvalidSpec", message, now
+        )
+        if status is not None:
             jlog.warning("invalid spec: %s", message)
             self._write_status(key, raw, dump(status))
-            self.events.record(raw, Event("Warning", "InvalidSpec", message))
+            self.events.record(raw, Event("Warning", "InvalidSpec", cut(message)))
+
+    def _cannot_handle(self, key: JobKey, raw: Obj, exc: BaseException, jlog: JobLog) -> None:
+        message = f"the operator cannot handle this job: {type(exc).__name__}: {exc}"
+        if self._fail(key, raw, "OperatorError", message, jlog):
+            jlog.error("%s", message, exc_info=exc)  # the traceback once, for a bug report
+
+    def _fail(self, key: JobKey, raw: Obj, reason: str, message: str, jlog: JobLog) -> bool:
+        """End the job Failed for `reason`, once: False when it had finished already."""
+        # The stored job: this reconcile may have written the status already.
+        raw = self.job_stores[key[0]].get(key[1], key[2]) or raw
+        now = rfc3339(self.clock())
+        status = failed_status(stored_status(raw, self._status_model(key[0])), reason, message, now)
+        if status is None:
+            jlog.debug("finished job: %s: %s", reason, message)
+            return False
+        jlog.warning("failed: %s: %s", reason, message)
+        try:
+            self._write_status(key, raw, dump(status))
+        except ApiError as exc:
+            if exc.status == 409:
+                raise  # the job changed meanwhile: decide again on the news
+            jlog.error("cannot record the failure (%s): %s", reason, exc)
+            return False
+        self.events.record(raw, Event("Warning", reason, cut(message)))
+        return True
+
+    def _retrying(self, key: JobKey, exc: Exception) -> None:
+        """Show a transient failure in a Degraded condition while it lasts (best effort)."""
+        raw = self.job_stores[key[0]].get(key[1], key[2])
+        if raw is None:
+            return
+        now = rfc3339(self.clock())
+        message = f"retrying after an API error: {exc}"
+        status = degraded_status(
+            stored_status(raw, self._status_model(key[0])), "ApiError", message, now
+        )
+        if status is not None:
+            with contextlib.suppress(Exception):
+                self._write_status(key, raw, dump(status))

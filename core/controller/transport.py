@@ -19,6 +19,8 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from t9kjobs.controller.decoding import loads
+
 __all__ = ["ApiError", "RateLimiter", "Transport", "default_namespace", "load_configuration"]
 
 Obj = dict[str, Any]
@@ -166,7 +168,7 @@ class Transport:
         if self._on_request is not None:
             self._on_request(method, path, response.status)
         try:
-            decoded: Obj | str = json.loads(response.data) if response.data else {}
+            decoded: Obj | str = loads(response.data) if response.data else {}
         except ValueError:
             decoded = response.data.decode(errors="replace")
         if response.status >= 400:
@@ -177,7 +179,7 @@ class Transport:
         """A watch: one decoded event per line until the server closes it or `timeout`."""
         for line in self.lines(path, query, timeout, verb="WATCH"):
             if line.strip():
-                yield json.loads(line)
+                yield loads(line)
 
     def lines(
         self, path: str, query: dict[str, Any], timeout: float, verb: str = "GET"

@@ -3,7 +3,8 @@
 One CRD (apiextensions.k8s.io/v1) per kind the loaded plugins serve, bundled or third-party. The
 schema is the spec and status models' JSON schema made *structural*, as the API server demands:
 
-* every `$ref` inlined, `title` dropped, `anyOf [X, null]` written as `nullable: true`;
+* every `$ref` inlined, `title` dropped, `anyOf [X, null]` written as X: an optional field is
+  not `nullable`, so that the API server prunes an explicit null (null means absent);
 * `int | str` as `x-kubernetes-int-or-string` (the string part's enum becomes a `pattern`, which
   only applies to strings, the integer part keeps its bounds);
 * a string-or-object union (the restart policy: `OnFailure` or `{policy, limit}`) as a typeless

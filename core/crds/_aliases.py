@@ -10,34 +10,15 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-from typing import Any
 
-from pydantic import AliasChoices, AliasPath, BaseModel
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 
 from t9kjobs.crds._common import Json
+from t9kjobs.models._base import field_spellings
 
 _ALIAS_NOTE = re.compile(r"\s*`[^`]+` is accepted as an alias\.")
-
-
-def _spellings(name: str, info: Any) -> list[str]:
-    """Every wire name pydantic accepts for a field (its python name aside)."""
-    out: list[str] = []
-    choices = info.validation_alias
-    if isinstance(choices, str):
-        out.append(choices)
-    elif isinstance(choices, AliasChoices):
-        for choice in choices.choices:
-            if isinstance(choice, str):
-                out.append(choice)
-            elif isinstance(choice, AliasPath) and len(choice.path) == 1:
-                out.append(str(choice.path[0]))
-    elif isinstance(choices, AliasPath) and len(choices.path) == 1:
-        out.append(str(choices.path[0]))
-    if not out:
-        out.append(info.alias or name)
-    return list(dict.fromkeys(out))
 
 
 def _quote(names: list[str]) -> str:
@@ -59,7 +40,7 @@ class _SchemaGenerator(GenerateJsonSchema):
         for key, value in props.items():
             new_props[key] = value
             for name, info in cls.model_fields.items():
-                names = _spellings(name, info)
+                names = field_spellings(name, info)
                 if key not in names or len(names) < 2:
                     continue
                 value.pop("default", None)

@@ -14,7 +14,7 @@ from t9kjobs.crds._common import CrdError, Json
 from t9kjobs.crds._convert import openapi_schema
 from t9kjobs.kinds import KindInfo
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import API_GROUP, API_VERSION
+from t9kjobs.models import API_GROUP, API_VERSION, NAME_RULE
 
 _VERSION = API_VERSION.split("/", 1)[1]
 
@@ -137,6 +137,8 @@ def crd_for(info: KindInfo) -> Json:
                                 "status": status,
                             },
                             "required": ["spec"],
+                            # CEL reads metadata.name at the root only.
+                            "x-kubernetes-validations": [dict(NAME_RULE)],
                         }
                     },
                     "subresources": subresources,

@@ -1,7 +1,8 @@
 """A model's JSON schema made structural OpenAPI v3, as the API server demands of a CRD.
 
-`$ref`s inlined, unions written as `nullable`, `x-kubernetes-int-or-string` or a typeless node,
-dicts as `additionalProperties` or `x-kubernetes-preserve-unknown-fields`; each node then gets
+`$ref`s inlined, unions written as their member (null dropped), `x-kubernetes-int-or-string` or
+a typeless node, dicts as `additionalProperties` or `x-kubernetes-preserve-unknown-fields`; each
+node then gets
 its CEL list bounds (`_rules`), its default vetted (`_defaults`) and its keys ordered
 (`_keywords`), its enum and default said in its description (`_explain`). The package
 docstring lists every rule.
@@ -129,7 +130,6 @@ class _Converter:
         key = "anyOf" if "anyOf" in node else "oneOf"
         outer = {k: v for k, v in node.items() if k != key}
         members = [self._deref(m, path, seen) for m in node[key]]
-        nullable = any(m.get("type") == "null" for m, _ in members)
         members = [(m, s) for m, s in members if m.get("type") != "null"]
         if not members:
             raise CrdError(f"{path}: a field that can only be null has no structural encoding")
@@ -153,10 +153,9 @@ class _Converter:
                     out[k] = copy.deepcopy(v)
             if "x-kubernetes-validations" in out and "x-kubernetes-int-or-string" not in out:
                 raise CrdError(_TYPELESS_CEL.format(path=path))
-        if nullable:
-            out["nullable"] = True
-            if "enum" in out and None not in out["enum"]:
-                out["enum"] = [*out["enum"], None]  # an explicit null must pass the enum too
+        # An optional field is not `nullable`: the API server prunes an explicit null from it,
+        # so null means absent, as in the models. A nullable field would keep the null, and
+        # the API server then refuses it from an enum and from a scale subresource's path.
         return out
 
 

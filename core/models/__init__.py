@@ -1,9 +1,20 @@
 """Pydantic models of what every kind shares. Each plugin owns the spec model of its kind."""
 
-from t9kjobs.models._base import ApiModel, PodTemplate, dump
+from t9kjobs.models._base import ApiModel, drop_nulls, dump
+from t9kjobs.models.bounds import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_NAME_LENGTH,
+    MAX_PODS,
+    MAX_REPLICA_TYPES,
+    MAX_REPLICAS,
+    MAX_RULES,
+    NAME_PATTERN,
+)
 from t9kjobs.models.common import (
     ELASTIC_ON,
     RETRYABLE_EXIT_CODES,
+    Args,
     CleanUpPolicy,
     DebugMode,
     ElasticConfig,
@@ -23,7 +34,17 @@ from t9kjobs.models.common import (
     T9kScheduler,
     not_elastic_rule,
 )
-from t9kjobs.models.job import API_GROUP, API_VERSION, Job, JobSpec, Lifecycle, ObjectMeta
+from t9kjobs.models.job import (
+    API_GROUP,
+    API_VERSION,
+    NAME_RULE,
+    OBJECT_META_FIELDS,
+    Job,
+    JobSpec,
+    Lifecycle,
+    ObjectMeta,
+)
+from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
 from t9kjobs.models.status import (
     FINISHED_PHASES,
     Aggregate,
@@ -40,10 +61,22 @@ __all__ = [
     "API_VERSION",
     "ELASTIC_ON",
     "FINISHED_PHASES",
+    "INT32_MAX",
+    "MAX_ARGS",
+    "MAX_NAME_LENGTH",
+    "MAX_PODS",
+    "MAX_REPLICAS",
+    "MAX_REPLICA_TYPES",
+    "MAX_RULES",
+    "NAME_PATTERN",
+    "NAME_RULE",
+    "OBJECT_META_FIELDS",
     "RETRYABLE_EXIT_CODES",
     "Aggregate",
     "ApiModel",
+    "Args",
     "CleanUpPolicy",
+    "ContainerShape",
     "ContainerStatus",
     "DebugMode",
     "ElasticConfig",
@@ -56,7 +89,9 @@ __all__ = [
     "Lifecycle",
     "ObjectMeta",
     "PauseMode",
+    "PodSpecShape",
     "PodTemplate",
+    "PodTemplateShape",
     "ReplicaDebugSet",
     "ReplicaSpec",
     "ReplicaStatus",
@@ -71,6 +106,7 @@ __all__ = [
     "SchedulePolicy",
     "T9kScheduler",
     "TaskStatus",
+    "drop_nulls",
     "dump",
     "not_elastic_rule",
 ]

@@ -24,11 +24,14 @@ from pydantic import (
     model_validator,
 )
 
-from t9kjobs.models._base import ApiModel, PodTemplate
+from t9kjobs.models._base import ApiModel
+from t9kjobs.models.bounds import INT32_MAX, MAX_ARGS, MAX_REPLICA_TYPES, MAX_REPLICAS
+from t9kjobs.models.pod import PodTemplate
 
 __all__ = [
     "ELASTIC_ON",
     "RETRYABLE_EXIT_CODES",
+    "Args",
     "CleanUpPolicy",
     "DebugMode",
     "ElasticConfig",
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 RestartPolicyType = Literal["Always", "OnFailure", "Never", "ExitCode"]
+# An argument list: a command, its arguments, launcher options.
+Args = Annotated[list[str], Field(max_length=MAX_ARGS)]
 CleanUpPolicy = Literal["All", "Unfinished", "None"]
 RunModeName = Literal["Immediate", "Debug", "Pause"]
 
@@ -80,7 +85,8 @@ class _OneSpelling(ApiModel):
         if isinstance(data, dict):
             for info in cls.model_fields.values():
                 if isinstance(info.validation_alias, AliasChoices):
-                    given = [c for c in info.validation_alias.choices if c in data]
+                    # A null spelling is absent (the API server prunes it).
+                    given = [c for c in info.validation_alias.choices if data.get(c) is not None]
                     if len(given) > 1:
                         names = " or ".join(f"`{c}`" for c in given)
                         raise ValueError(
@@ -96,7 +102,10 @@ class RestartPolicy(ApiModel):
         default="OnFailure", description="The policy to restart a finished replica."
     )
     limit: int = Field(
-        default=0, ge=0, description="The maximum number of restarts of one replica. Defaults to 0."
+        default=0,
+        ge=0,
+        le=INT32_MAX,
+        description="The maximum number of restarts of one replica. Defaults to 0.",
     )
 
 
@@ -128,7 +137,7 @@ class ReplicaDebugSet(ApiModel):
     skip_init_container: bool = Field(
         default=False, description="Skip the init containers, if true."
     )
-    command: list[str] | None = Field(
+    command: Args | None = Field(
         default=None, description="Command that replaces the containers' command."
     )
 
@@ -138,7 +147,9 @@ class DebugMode(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable debug mode.")
     replica_specs: list[ReplicaDebugSet] = Field(
-        default_factory=list, description="Per replica type overrides in debug mode."
+        default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
+        description="Per replica type overrides in debug mode.",
     )
 
 
@@ -149,10 +160,10 @@ class ResumeSpec(ApiModel):
     skip_init_container: bool = Field(
         default=False, description="Skip the init containers, if true."
     )
-    command: list[str] | None = Field(
+    command: Args | None = Field(
         default=None, description="Command to run instead of the template's, when resuming."
     )
-    args: list[str] | None = Field(
+    args: Args | None = Field(
         default=None, description="Args to use instead of the template's, when resuming."
     )
 
@@ -187,7 +198,9 @@ class PauseMode(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable pause mode.")
     resume_specs: list[ResumeSpec] = Field(
-        default_factory=list, description="Per replica type overrides used when resuming."
+        default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
+        description="Per replica type overrides used when resuming.",
     )
 
 
@@ -247,7 +260,7 @@ class GeneratedCommandResumeSpec(ResumeSpec):
     @field_validator("command", "args")
     @classmethod
     def _refused(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        # Called only for a value the user wrote (even null): the CRD refuses any value too.
+        # Called only for a value the user wrote (a null is absent): the CRD refuses any value.
         raise ValueError(f"`{info.field_name}` {_GENERATED_COMMAND}")
 
 
@@ -256,6 +269,7 @@ class GeneratedCommandPauseMode(PauseMode):
 
     resume_specs: list[GeneratedCommandResumeSpec] = Field(  # type: ignore[assignment]
         default_factory=list,
+        max_length=MAX_REPLICA_TYPES,
         description="Per replica type overrides used when resuming: skipInitContainer only.",
     )
 
@@ -273,11 +287,13 @@ class RunPolicy(ApiModel):
     active_deadline_seconds: int | None = Field(
         default=None,
         ge=1,
+        le=INT32_MAX,
         description="Seconds from the job's start after which it fails with DeadlineExceeded.",
     )
     backoff_limit: int = Field(
         default=3,
         ge=0,
+        le=INT32_MAX,
         description="Restarts allowed, shared by all replicas, before the job fails."
         " Defaults to 3.",
     )
@@ -381,14 +397,21 @@ class ElasticConfig(_OneSpelling):
 
     enabled: bool = _enabled_field("Whether to enable elastic training.")
     min_replicas: int | None = Field(
-        default=None, ge=1, description="Minimum number of replicas; immutable once created."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Minimum number of replicas; immutable once created.",
     )
     max_replicas: int | None = Field(
-        default=None, ge=1, description="Maximum number of replicas; immutable once created."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Maximum number of replicas; immutable once created.",
     )
     expected_replicas: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_REPLICAS,
         description="Desired number of replicas, within [minReplicas, maxReplicas]; may change"
         " at run time (it is the target of the scale subresource: `kubectl scale`).",
     )
@@ -429,7 +452,12 @@ class ReplicaSpec(ApiModel):
     """One type of replica: how many pods, from which template, restarted how."""
 
     type: ReplicaType
-    replicas: int = Field(default=1, ge=0, description="Number of replicas. Defaults to 1.")
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description=f"Number of replicas, at most {MAX_REPLICAS}. Defaults to 1.",
+    )
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default="OnFailure",
         description="How a finished replica is restarted: the object form {policy, limit}"

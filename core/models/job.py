@@ -9,15 +9,26 @@ method instead of teaching the engine about each kind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
 from t9kjobs.models.common import CleanUpPolicy, RunMode, RunPolicy, SchedulePolicy
+from t9kjobs.models.pod import DNS_LABEL
 from t9kjobs.models.status import JobStatus
 
-__all__ = ["API_GROUP", "API_VERSION", "Job", "JobSpec", "Lifecycle", "ObjectMeta"]
+__all__ = [
+    "API_GROUP",
+    "API_VERSION",
+    "NAME_RULE",
+    "OBJECT_META_FIELDS",
+    "Job",
+    "JobSpec",
+    "Lifecycle",
+    "ObjectMeta",
+]
 
 API_GROUP = "batch.tensorstack.dev"
 API_VERSION = f"{API_GROUP}/v1beta1"
@@ -59,18 +70,98 @@ class JobSpec(ApiModel):
         )
 
 
-class ObjectMeta(BaseModel):
-    """The part of metadata the engine reads; everything else is kept as given."""
+# The fields of Kubernetes' ObjectMeta: anything else under metadata is an unknown field.
+OBJECT_META_FIELDS = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+
+# The name rule at the root of every CRD (CEL reads metadata.name there), as ObjectMeta has it.
+NAME_RULE = {
+    "rule": f"self.metadata.name.size() <= {MAX_NAME_LENGTH}"
+    f" && self.metadata.name.matches('{NAME_PATTERN}')",
+    "message": f"a job name must be a lowercase DNS label of at most {MAX_NAME_LENGTH} characters"
+    " starting with a letter: it names the job's pods and Services",
+    "reason": "FieldValueInvalid",
+}
+
+
+# Kubernetes' syntax of label keys (an optional DNS-subdomain prefix and a name) and values.
+_QUALIFIED_NAME = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+MAX_ANNOTATIONS_BYTES = 256 * 1024  # Kubernetes' TotalAnnotationSizeLimitB
+_RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[-+]\d{2}:\d{2})$"
+QualifiedName = Annotated[str, Field(max_length=316, pattern=_QUALIFIED_NAME)]
+LabelValue = Annotated[str, Field(max_length=63, pattern=_LABEL_VALUE)]
+Timestamp = Annotated[str, Field(pattern=_RFC3339)]
+
+
+class OwnerReference(BaseModel):
+    """An owner of the job, as the API server requires one to be written."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    name: str = Field(min_length=1, max_length=52, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    namespace: str = "default"
+    api_version: str = Field(min_length=1, alias="apiVersion")
+    kind: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    uid: str = Field(min_length=1)
+    controller: bool | None = None
+    block_owner_deletion: bool | None = Field(default=None, alias="blockOwnerDeletion")
+
+
+class ObjectMeta(BaseModel):
+    """The part of metadata the engine reads, and the types the API server holds the rest to;
+    everything else is kept as given."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_NAME_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Pods are named <job>-<type>-<index> and the headless Service after the job.",
+    )
+    namespace: str = Field(default="default", max_length=63, pattern=DNS_LABEL)
     uid: str = "<job-uid>"
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: dict[QualifiedName, LabelValue] = Field(default_factory=dict)
+    annotations: dict[QualifiedName, str] = Field(default_factory=dict)
     generation: int | None = None
     resource_version: str | None = Field(default=None, alias="resourceVersion")
+    generate_name: str | None = Field(default=None, alias="generateName")
+    finalizers: list[QualifiedName] | None = None
+    owner_references: list[OwnerReference] | None = Field(default=None, alias="ownerReferences")
+    creation_timestamp: Timestamp | None = Field(default=None, alias="creationTimestamp")
+    deletion_timestamp: Timestamp | None = Field(default=None, alias="deletionTimestamp")
+    deletion_grace_period_seconds: int | None = Field(
+        default=None, alias="deletionGracePeriodSeconds"
+    )
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations_size(cls, annotations: dict[str, str]) -> dict[str, str]:
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+        if size > MAX_ANNOTATIONS_BYTES:
+            raise ValueError(
+                f"annotations take {size} bytes; the API server takes at most"
+                f" {MAX_ANNOTATIONS_BYTES} (keys and values together)"
+            )
+        return annotations
 
 
 class Job(BaseModel):

@@ -53,13 +53,13 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     status = before.model_copy(deep=True)
     ts = rfc3339(now)
     life = job.spec.lifecycle()
-    status.run_mode = life.run_mode.name
     if status.finished:
         # Applied again on every reconcile of a finished job, so that a crash half-way through
-        # the cleanup is finished by the next operator.
+        # the cleanup is finished by the next operator. Its status stays as it finished.
         failed = status.condition("Failed")
         deadline = failed is not None and failed.reason == "DeadlineExceeded"
         return _result(before, status, delete=_cleanup(observed, life, deadline=deadline))
+    status.run_mode = life.run_mode.name
     if life.run_mode.paused:
         return _paused(before, status, observed, ts)
 
@@ -114,8 +114,9 @@ def _result(
     events: Sequence[Event] = (),
     requeue_after: float | None = None,
 ) -> Plan:
-    desired = sum(len(task.replicas) for task in status.tasks)
-    status.ready = f"{status.aggregate.running}/{desired}"
+    if not before.finished:  # a finished job's status is what it was when it finished
+        desired = sum(len(task.replicas) for task in status.tasks)
+        status.ready = f"{status.aggregate.running}/{desired}"
     return Plan(
         status=status,
         status_changed=status != before,
@@ -451,6 +452,13 @@ def _phase_and_conditions(
             ts,
         )
     elif status.condition("Degraded") is not None:
+        # Whatever degraded the job (a missing dependency, an invalid spec, an API error while
+        # creating its children) is gone: this reconcile got this far.
         set_condition(
-            status, "Degraded", False, "DependenciesPresent", "all dependencies exist", ts
+            status,
+            "Degraded",
+            False,
+            "Resolved",
+            "every dependency exists, the spec is valid and the API server answers",
+            ts,
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 
 __all__ = ["REJECTED_AT", "Example", "find_examples"]
 
@@ -56,9 +56,9 @@ def _files(folder: Path) -> Iterator[Path]:
 
 def _read(folder: Path, path: Path, key: str) -> Iterator[Example]:
     invalid = _INVALID_FOLDER in path.relative_to(folder).parts[:-1]
-    try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except (OSError, yaml.YAMLError) as exc:
+    try:  # read as kubectl reads it, as a user submits it
+        docs = [d.value for d in documents(path.read_bytes())]
+    except (OSError, Unreadable, YamlProblem) as exc:
         yield Example(key, path, invalid=invalid, error=f"{path}: {exc}")
         return
     for i, doc in enumerate(docs):

@@ -138,7 +138,7 @@ def structural_problems(root: Json) -> list[str]:
 def _type_problem(value: Any, node: Json, path: str) -> str | None:
     got = json_type(value)
     if got == "null":
-        return None if node.get("nullable") else f"{path}: null is refused (not nullable)"
+        return None  # kept where nullable, else pruned: absent either way
     if node.get("x-kubernetes-int-or-string"):
         ok = got in ("integer", "string")
         want = "an integer or a string"

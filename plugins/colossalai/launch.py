@@ -46,7 +46,7 @@ _SET_BY_COLOSSALAI = {
 _OPTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _BAD_VALUE = re.compile(r"[\s,=]")
 # What shlex.quote leaves alone: a script name that needs no quoting for the worker's shell.
-_PLAIN = re.compile(r"^[\w@%+=:,./-]+$")
+_PLAIN = re.compile(r"^[\w@%+=:,./-]+$", re.ASCII)
 
 
 def script_problem(script: Sequence[str]) -> str | None:

@@ -15,7 +15,7 @@ from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod, Obj, config_map, find_container, headless_service
-from t9kjobs.plugins.colossalai.launch import HOSTFILE_PATH, hostfile
+from t9kjobs.plugins.colossalai.launch import HOSTFILE_PATH, hostfile, torchrun_options
 from t9kjobs.plugins.colossalai.pods import (
     HOSTFILE_KEY,
     build_pods,
@@ -132,6 +132,10 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
         problems += _template_problems(spec, i, rs.type, reserved)
     problems += _working_dir_problem(spec)
     problems += run_mode_problems(spec.run_mode, (LAUNCHER, WORKER))
+    try:  # options read in pairs: beyond what a CEL rule can say
+        torchrun_options(spec.torch_config.extra_args)
+    except ValueError as exc:
+        problems.append(Problem("spec.torchConfig.extraArgs", str(exc)))
     return problems
 
 

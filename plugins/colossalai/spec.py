@@ -14,6 +14,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from t9kjobs.models import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_REPLICAS,
     ApiModel,
     GeneratedCommandRunMode,
     JobSpec,
@@ -25,7 +28,7 @@ from t9kjobs.models import (
     RunMode,
     SchedulePolicy,
 )
-from t9kjobs.plugins.colossalai.launch import script_problem, torchrun_options
+from t9kjobs.plugins.colossalai.launch import script_problem
 
 __all__ = [
     "LAUNCHER",
@@ -71,9 +74,13 @@ class ColossalAIRunPolicy(ApiModel):
     )
 
 
+# `launch.script_problem` in CEL: a plain Python file, or -m and a plain module name (plain: what
+# shlex.quote leaves alone, so the worker's shell needs no quoting).
+_PLAIN_TARGET = "matches('^[A-Za-z0-9_@%+=:,./-]+$')"
 _SCRIPT_RULE = (
-    "self.script[0].endsWith('.py') || (self.script[0] == '-m' && self.script.size() >= 2"
-    " && !self.script[1].endsWith('.py'))"
+    f"self.script[0] == '-m' ? (self.script.size() >= 2 && !self.script[1].startsWith('-')"
+    f" && !self.script[1].endsWith('.py') && self.script[1].{_PLAIN_TARGET})"
+    f" : (self.script[0].endsWith('.py') && self.script[0].{_PLAIN_TARGET})"
 )
 
 
@@ -86,7 +93,7 @@ class TorchConfig(ApiModel):
                 {
                     "rule": _SCRIPT_RULE,
                     "message": "script must start with a Python file (*.py) or with -m and a"
-                    " module name",
+                    " module name, without spaces or shell characters",
                 }
             ]
         }
@@ -95,17 +102,20 @@ class TorchConfig(ApiModel):
     proc_per_worker: int = Field(
         default=1,
         ge=1,
+        le=INT32_MAX,
         description="Processes started on each worker (`--nproc_per_node`), usually its GPU"
         " count. Defaults to 1.",
     )
     script: list[str] = Field(
         min_length=1,
+        max_length=MAX_ARGS,
         description="The training script and its arguments, e.g. [train.py, --epochs=3], or"
         " [-m, package.module, ...]; run on every worker from the launcher's working"
         " directory.",
     )
     extra_args: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ARGS,
         description="torchrun options, e.g. [--max_restarts=0]; passed as colossalai run's"
         " `--extra_launch_args max_restarts=0`. Write `--name=value`, `--name value` or"
         " `--flag`.",
@@ -119,12 +129,6 @@ class TorchConfig(ApiModel):
             raise ValueError(f"script: {problem}")
         return script
 
-    @field_validator("extra_args")
-    @classmethod
-    def _extra_args(cls, extra_args: list[str]) -> list[str]:
-        torchrun_options(extra_args)  # raises ValueError naming the bad element
-        return extra_args
-
 
 class ColossalAIReplicaSpec(ApiModel):
     """The launcher or the workers: how many pods, from which template, restarted how."""
@@ -133,7 +137,9 @@ class ColossalAIReplicaSpec(ApiModel):
     replicas: int = Field(
         default=1,
         ge=1,
-        description="Number of replicas: 1 for the launcher, at least 1 worker. Defaults to 1.",
+        le=MAX_REPLICAS,
+        description=f"Number of replicas: 1 for the launcher, 1 to {MAX_REPLICAS} workers."
+        " Defaults to 1.",
     )
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default_factory=RestartPolicy,

@@ -13,6 +13,9 @@ from typing import Any, Literal
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from t9kjobs.models import (
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_REPLICAS,
     ApiModel,
     ElasticConfig,
     GeneratedCommandRunMode,
@@ -50,6 +53,7 @@ def _program_field(canonical: str, alias: str | None, description: str) -> Any:
     return Field(
         default=None,
         min_length=1,
+        max_length=MAX_ARGS,
         validation_alias=AliasChoices(canonical, alias) if alias else canonical,
         serialization_alias=canonical,
         description=description + extra,
@@ -79,7 +83,7 @@ class RunType(ApiModel):
         # AliasChoices keeps the first spelling found; both present would drop one silently.
         if isinstance(data, dict):
             for canonical, alias in (("module", "Module"), ("exec", "Exec")):
-                if canonical in data and alias in data:
+                if data.get(canonical) is not None and data.get(alias) is not None:
                     raise ValueError(f"set run.{canonical} or its alias run.{alias}, not both")
         return data
 
@@ -107,6 +111,7 @@ class DeepSpeedConfig(ApiModel):
     slots_per_worker: int | None = Field(
         default=None,
         ge=1,
+        le=INT32_MAX,
         description="Slots of each worker in the hostfile (`slots=N`), normally its GPU count."
         " Defaults to the training container's nvidia.com/gpu limit (else request), else 1;"
         " status.slotsPerWorker shows the value used.",
@@ -125,6 +130,7 @@ class DeepSpeedConfig(ApiModel):
     )
     other_args: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ARGS,
         description="More `deepspeed` launcher options, placed before the program.",
     )
 
@@ -139,7 +145,10 @@ class Worker(ApiModel):
     """The worker replicas: every one runs sshd, worker-0 also runs the launcher."""
 
     replicas: int = Field(
-        default=1, ge=1, description="Number of workers (without elastic). Defaults to 1."
+        default=1,
+        ge=1,
+        le=MAX_REPLICAS,
+        description=f"Number of workers (without elastic), at most {MAX_REPLICAS}. Defaults to 1.",
     )
     template: PodTemplate = Field(
         default_factory=dict,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 
 from t9kjobs.models import (
+    MAX_PODS,
+    MAX_REPLICA_TYPES,
+    MAX_REPLICAS,
+    MAX_RULES,
     ApiModel,
     CleanUpPolicy,
     JobSpec,
@@ -14,6 +18,7 @@ from t9kjobs.models import (
     ReplicaSpec,
     RunMode,
     SchedulePolicy,
+    drop_nulls,
 )
 
 __all__ = [
@@ -26,7 +31,16 @@ __all__ = [
 ]
 
 # `{replica type: [indices]}`: the rule holds when every listed replica is in the rule's state.
-FinishRule = dict[str, list[int]]
+FinishRule = Annotated[
+    dict[
+        str,
+        Annotated[
+            list[Annotated[int, Field(ge=0, le=MAX_REPLICAS)]], Field(max_length=MAX_REPLICAS)
+        ],
+    ],
+    BeforeValidator(drop_nulls),  # a null entry is absent, as the API server prunes it
+]
+_RULES = Annotated[list[FinishRule], Field(max_length=MAX_RULES)]
 
 # An EndpointSlice holds at most 100 ports, so a Service with more cannot be served.
 MAX_SERVICE_PORTS = 100
@@ -36,10 +50,6 @@ _QUALIFIED_NAME = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
-
-# A bound on replicaSpecs keeps the CEL uniqueness rule (quadratic in the list's length) within
-# the API server's cost budget; `t9kjobs validate` enforces the same bound.
-MAX_REPLICA_TYPES = 32
 
 
 def _optional_name(pattern: str, max_length: int, description: str) -> Any:
@@ -107,12 +117,12 @@ class ServiceOption(ApiModel):
 class GenericJobSpec(JobSpec):
     """A general-purpose job: any replica types, success and failure decided by rules."""
 
-    success_rules: list[FinishRule] = Field(
+    success_rules: _RULES = Field(
         default_factory=list,
         description="The job succeeds when every replica named by any one rule succeeded."
         " Without rules: when every replica succeeded.",
     )
-    failure_rules: list[FinishRule] = Field(
+    failure_rules: _RULES = Field(
         default_factory=list,
         description="The job fails when every replica named by any one rule failed for good."
         " Without rules: when any replica failed for good.",
@@ -138,7 +148,11 @@ class GenericJobSpec(JobSpec):
                     "rule": "self.all(x, self.exists_one(y, y.type == x.type))",
                     "message": "replica types must be unique: each type may appear only once"
                     " in replicaSpecs",
-                }
+                },
+                {
+                    "rule": f"self.map(x, has(x.replicas) ? x.replicas : 1).sum() <= {MAX_PODS}",
+                    "message": f"a job has at most {MAX_PODS} replicas in all",
+                },
             ]
         },
     )
@@ -150,6 +164,9 @@ class GenericJobSpec(JobSpec):
         dupes = sorted({t for t in types if types.count(t) > 1})
         if dupes:
             raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+        total = sum(s.replicas for s in specs)
+        if total > MAX_PODS:
+            raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")
         return specs
 
     def lifecycle(self) -> Lifecycle:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
 
 from t9kjobs.models import (
     ELASTIC_ON,
+    INT32_MAX,
+    MAX_ARGS,
+    MAX_PODS,
     ApiModel,
     ElasticConfig,
     JobSpec,
@@ -45,6 +48,8 @@ __all__ = [
 MASTER_TYPE = "master"
 
 _PROCS = re.compile(r"^[1-9][0-9]*$")
+# procPerNode: a number, or a string holding one (or `gpu`).
+_Procs = Annotated[int, Field(le=INT32_MAX)] | Annotated[str, Field(max_length=10)]
 
 _TORCHRUN_RULES: list[JsonValue] = [
     {
@@ -63,6 +68,11 @@ _SPEC_RULES: list[JsonValue] = [
         "rule": "self.replicaSpecs.all(r, r.type != 'master' || !has(r.replicas)"
         " || r.replicas == 1)",
         "message": "the master replica type must have exactly 1 replica",
+    },
+    {
+        "rule": f"self.replicaSpecs.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_PODS}",
+        "message": f"a job has at most {MAX_PODS} replicas in all",
+        "fieldPath": ".replicaSpecs",
     },
     {
         "rule": f"!has(self.elastic) || !({ELASTIC_ON}) || (has(self.elastic.minReplicas)"
@@ -88,6 +98,7 @@ class PyTorchReplicaSpec(ReplicaSpec):
     scaling_weight: int = Field(
         default=1,
         ge=1,
+        le=INT32_MAX,
         description="In elastic mode, the share of spec.elastic.expectedReplicas this type gets,"
         " relative to the other non-master types (largest remainder). Defaults to 1.",
     )
@@ -111,10 +122,11 @@ class TorchrunConfig(ApiModel):
     max_restarts: int | None = Field(
         default=None,
         ge=0,
+        le=INT32_MAX,
         description="torchrun --max_restarts: restarts of the worker group inside a pod before"
         " the pod fails. torchrun's default (0) when unset.",
     )
-    proc_per_node: int | str = Field(
+    proc_per_node: _Procs = Field(
         default="1",
         description="Processes per pod (torchrun --nproc_per_node): a positive number, or `gpu`"
         " for the nvidia.com/gpu limit (else request) of the training container. Defaults to 1.",
@@ -126,6 +138,7 @@ class TorchrunConfig(ApiModel):
     )
     extra_options: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ARGS,
         description="More torchrun options, appended after the generated ones (so they win).",
     )
 
@@ -193,6 +206,9 @@ class PyTorchTrainingJobSpec(JobSpec):
         dupes = sorted({t for t in types if types.count(t) > 1})
         if dupes:
             raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+        total = sum(s.replicas for s in specs)
+        if total > MAX_PODS:
+            raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")
         for i, s in enumerate(specs):
             if s.type == MASTER_TYPE and s.replicas != 1:
                 raise ValueError(

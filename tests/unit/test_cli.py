@@ -68,7 +68,7 @@ def test_unknown_kind_malformed_yaml_and_missing_file(tmp_path: Path) -> None:
     malformed = run("validate", "-", stdin="kind: [unclosed\n")
     assert malformed.returncode == 1 and "malformed YAML" in malformed.stderr
     missing = run("render", str(tmp_path / "nope.yaml"))
-    assert missing.returncode == 1 and "No such file" in missing.stderr
+    assert missing.returncode == 2 and "No such file" in missing.stderr
     for out in (unknown, malformed, missing):
         assert "Traceback" not in out.stderr
 

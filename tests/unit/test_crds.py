@@ -23,6 +23,7 @@ from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import ApiModel, JobSpec, JobStatus, ReplicaSpec
+from t9kjobs.models._base import field_spellings
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS_DIR = REPO / "crds"
@@ -103,8 +104,10 @@ def structural_problems(schema: Json) -> list[str]:
             problems.append(f"{where}: numeric exclusiveMinimum")
         if "default" in node and node["default"] is None:
             problems.append(f"{where}: null default")
-        if "enum" in node and None in node["enum"] and not node.get("nullable"):
-            problems.append(f"{where}: null in the enum of a non-nullable node")
+        if node.get("nullable"):
+            problems.append(f"{where}: nullable (the API server would keep a null, not prune it)")
+        if "enum" in node and None in node["enum"]:
+            problems.append(f"{where}: null in an enum (the API server refuses a null there)")
     return problems
 
 
@@ -130,19 +133,10 @@ def model_nodes(model: type[BaseModel], node: Json) -> Iterator[tuple[type[BaseM
     yield model, node
     props = node.get("properties", {})
     for name, info in model.model_fields.items():
-        wire = names_of(name, info)[0]
+        wire = field_spellings(name, info)[0]
         if wire in props:
             for sub, sub_node in _field_models(info.annotation, props[wire]):
                 yield from model_nodes(sub, sub_node)
-
-
-def names_of(name: str, info: Any) -> list[str]:
-    alias = info.validation_alias
-    if isinstance(alias, AliasChoices):
-        return [c for c in alias.choices if isinstance(c, str)]
-    if isinstance(alias, str):
-        return [alias]
-    return [info.alias or name]
 
 
 def rules(node: Json) -> list[str]:
@@ -258,17 +252,26 @@ def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Json]) ->
     assert port["targetPort"] == {
         "description": port["targetPort"]["description"],
         "x-kubernetes-int-or-string": True,
-        "nullable": True,
     }
     assert port["port"]["minimum"] == 1 and port["port"]["maximum"] == 65535
-    assert spec["service"]["nullable"] is True
+    # Optional, not nullable: the API server prunes an explicit null (null means absent).
+    assert "nullable" not in spec["service"] and "service" not in spec.get("required", [])
     rule = spec["successRules"]["items"]
     assert rule["type"] == "object"
-    assert rule["additionalProperties"] == {"type": "array", "items": {"type": "integer"}}
+    assert rule["additionalProperties"] == {
+        "type": "array",
+        "maxItems": 1000,
+        "items": {"type": "integer", "minimum": 0, "maximum": 1000},
+    }
+    # A pod template keeps every field, and types those the operator reads.
     template = spec["replicaSpecs"]["items"]["properties"]["template"]
     assert template["type"] == "object"
     assert template["x-kubernetes-preserve-unknown-fields"] is True
-    assert "properties" not in template
+    pod_spec = template["properties"]["spec"]
+    assert pod_spec["x-kubernetes-preserve-unknown-fields"] is True
+    container = pod_spec["properties"]["containers"]["items"]
+    assert container["required"] == ["name", "image"]
+    assert container["properties"]["command"]["items"] == {"type": "string"}
 
 
 def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
@@ -281,7 +284,7 @@ def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
     replicas = spec["replicaSpecs"]["items"]["properties"]["replicas"]
     assert (replicas["minimum"], replicas["default"]) == (0, 1)
     phase = root_schema(all_crds["GenericJob"])["properties"]["status"]["properties"]["phase"]
-    assert phase["nullable"] is True and phase["enum"][-1] is None
+    assert "nullable" not in phase and None not in phase["enum"]
 
 
 # -- aliases ---------------------------------------------------------------------------------
@@ -295,7 +298,7 @@ def test_every_alias_spelling_is_a_property(
         for model, node in model_nodes(info.spec_model, spec_schema(all_crds[kind])):
             props = node.get("properties", {})
             for name, field in model.model_fields.items():
-                names = names_of(name, field)
+                names = field_spellings(name, field)
                 if len(names) < 2:
                     continue
                 seen += 1
@@ -351,7 +354,7 @@ def test_rules_declared_on_models_are_copied(
                 copied += 1
             for name, field in model.model_fields.items():
                 for rule in _rules_in(field.json_schema_extra):
-                    prop = node["properties"][names_of(name, field)[0]]
+                    prop = node["properties"][field_spellings(name, field)[0]]
                     assert rule in rules(prop), f"{kind} {model.__name__}.{name}"
                     copied += 1
     assert copied >= 6
@@ -360,7 +363,10 @@ def test_rules_declared_on_models_are_copied(
 def test_generic_replica_types_are_unique_and_bounded(all_crds: dict[str, Json]) -> None:
     specs = spec_schema(all_crds["GenericJob"])["properties"]["replicaSpecs"]
     assert specs["maxItems"] == 32 and specs["minItems"] == 1
-    assert rules(specs) == ["self.all(x, self.exists_one(y, y.type == x.type))"]
+    assert rules(specs) == [
+        "self.all(x, self.exists_one(y, y.type == x.type))",
+        "self.map(x, has(x.replicas) ? x.replicas : 1).sum() <= 1000",
+    ]
 
 
 def test_elastic_rules_on_every_kind_with_elastic(all_crds: dict[str, Json]) -> None:
@@ -631,7 +637,7 @@ def test_a_third_party_kind_gets_a_crd() -> None:
     assert thing["description"] == "The thing."
     props = thing["properties"]
     assert set(props) == {"size", "mode", "procs", "enabled", "enable", "on"}
-    assert props["mode"]["enum"] == ["a", "b", None]
+    assert props["mode"]["enum"] == ["a", "b"]  # optional: a null is pruned, never compared
     assert props["mode"]["description"] == "Mode. One of: a, b."
     assert props["procs"] == {
         "description": "A number or gpu. Defaults to 1.",

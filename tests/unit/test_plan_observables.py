@@ -389,8 +389,8 @@ def test_missing_and_absent_kinds_and_their_return() -> None:
     assert degraded is not None
     assert (degraded.status, degraded.reason, degraded.message) == (
         "False",
-        "DependenciesPresent",
-        "all dependencies exist",
+        "Resolved",
+        "every dependency exists, the spec is valid and the API server answers",
     )
     manifest["status"] = dump(again.status)
     lost = _plan(hooks, manifest, [pod, _current(_BOARD)], absent=["PodGroup"])

@@ -21,6 +21,11 @@ class FakeTransport:
         self.before = before  # runs first: may block (to see concurrency) or raise ApiError
         self._lock = threading.Lock()
         self._uids = itertools.count(1)
+        self.objects: dict[str, Obj] = {}  # by path: what a status write is applied to
+
+    def seed(self, path: str, obj: Obj) -> None:
+        """An object the API server holds at `path` (a job the test put in a store)."""
+        self.objects[path] = obj
 
     def request(self, method: str, path: str, *, body: Obj | None = None, **_: Any) -> Obj:
         with self._lock:
@@ -29,8 +34,13 @@ class FakeTransport:
             self.before(method, path, body)
         if body is None:
             raise ApiError(404, {"message": f"{path} not found"})
+        if method == "PUT" and path.endswith("/status"):
+            # The status subresource takes the status alone; the answer is the whole object.
+            body = {**self.objects.get(path.removesuffix("/status"), {}), **body}
         answer = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": "1"}}
         answer["metadata"].setdefault("uid", f"uid-{next(self._uids)}")
+        if method == "PUT":
+            self.objects[path.removesuffix("/status")] = answer
         return answer
 
     def as_transport(self) -> Transport:

@@ -63,11 +63,14 @@ def reconciler(
     children = {kind: Store() for kind in CHILD_RESOURCES}
     recorder = EventRecorder(fake.as_transport())
     kind = job["kind"]
+    resource = job_resource(manager.kind_info(kind))
+    meta = job["metadata"]
+    fake.seed(resource.path(meta["namespace"], meta["name"]), job)
     return (
         Reconciler(
             fake.as_transport(),
             manager,
-            {kind: job_resource(manager.kind_info(kind))},
+            {kind: resource},
             {kind: jobs},
             children,
             frozenset({"PodGroup", "TensorBoard"}),
@@ -153,9 +156,15 @@ def test_a_refused_pod_fails_the_reconcile_once_the_others_are_created(
     recorder.close()
     created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
     assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
-    [status] = status_writes(fake)  # what exists is in the status all the same
+    # What exists is in the status all the same; then, while the refusal may pass (a quota),
+    # a Degraded condition says what is retried.
+    [status, retrying] = status_writes(fake)
     assert initialized(status) == ("False", "CreatingPods")
     assert status["aggregate"]["creating"] == 1
+    degraded = next(c for c in retrying["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ApiError")
+    assert "quota" in degraded["message"]
+    assert retrying["phase"] != "Failed"
     assert fake.posted("events") == []  # the Plan's events wait for a reconcile that succeeds
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from t9kjobs.loading import JobError, parse_job
+from t9kjobs.loading import JobError, load_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import RestartRule
 from t9kjobs.plugins.colossalai.spec import ColossalAIJobSpec
@@ -28,7 +28,8 @@ def _problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:
 
 
 def _worker(**fields: Any) -> dict[str, Any]:
-    return {"type": "worker", "template": {"spec": {"containers": [{"name": "worker"}]}}, **fields}
+    container = {"name": "worker", "image": "trainer"}
+    return {"type": "worker", "template": {"spec": {"containers": [container]}}, **fields}
 
 
 def test_defaults() -> None:
@@ -121,17 +122,24 @@ def test_unknown_fields_are_refused(manager: PluginManager) -> None:
             "spec.torchConfig.script: script: 'my train.py' must not contain spaces or shell"
             " characters",
         ),
-        (
-            {"script": ["train.py"], "extraArgs": ["max_restarts=0"]},
-            "spec.torchConfig.extraArgs: extraArgs[0] ('max_restarts=0'): expected a torchrun"
-            " option, --name[=value]",
-        ),
     ],
 )
 def test_torch_config_errors(
     manager: PluginManager, torch_config: dict[str, Any], message: str
 ) -> None:
     assert _problems(manager, _manifest(torchConfig=torch_config)) == [message]
+
+
+def test_extra_args_are_checked_by_the_plugin(manager: PluginManager) -> None:
+    # Read in pairs (`--name value`): no CEL rule can, so the plugin checks them, as the
+    # operator does (InvalidSpec), and the API server admits them.
+    doc = _manifest(torchConfig={"script": ["train.py"], "extraArgs": ["max_restarts=0"]})
+    with pytest.raises(JobError) as err:
+        load_job(doc, manager)
+    assert [str(p) for p in err.value.problems] == [
+        "spec.torchConfig.extraArgs: extraArgs[0] ('max_restarts=0'): expected a torchrun"
+        " option, --name[=value]"
+    ]
 
 
 def test_ssh_paths_must_be_absolute(manager: PluginManager) -> None:

@@ -470,9 +470,8 @@ C = "spec.worker.template.spec.containers[0]"
             " spec.disableCustomEnv",
         ),
         (
-            {"env": {"value": "1"}},
-            f"{C}.env[0]: '' is not a shell variable name, so /root/.deepspeed_env cannot carry"
-            " it to the training processes; rename it or set spec.disableCustomEnv",
+            {"env": {"value": "1"}},  # the model's verdict comes first, as admission's does
+            f"{C}.env[0].name: required field is missing",
         ),
         (
             {"env": {"name": "MULTI", "value": "a\nb"}},

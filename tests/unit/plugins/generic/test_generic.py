@@ -401,12 +401,13 @@ def test_variables_are_substituted_in_init_containers_and_args_too(
         ([{}], ["spec.successRules[1]: a rule must name at least one replica type"]),
         ([{"chief": [0]}], ["spec.successRules[1].chief: no replica type 'chief' in the job"]),
         (
-            [{"worker": [2, 3, -1]}],
+            [{"worker": [2, 3, 5]}],
             [
                 "spec.successRules[1].worker[1]: index 3 is out of range: worker has 3 replicas",
-                "spec.successRules[1].worker[2]: index -1 is out of range: worker has 3 replicas",
+                "spec.successRules[1].worker[2]: index 5 is out of range: worker has 3 replicas",
             ],
         ),
+        ([{"worker": [-1]}], ["spec.successRules[1].worker[0]: must be >= 0"]),
     ],
 )
 def test_finish_rule_problems_word_for_word(

@@ -1,0 +1,182 @@
+"""How a model's refusal reads to a user: one line per field path, in plain words.
+
+pydantic says "Input should be a valid integer"; a user needs the field, what it must be, what
+was given and, when the cause is likely, the fix: a misspelt field or value gets "did you mean",
+a `yes` read as a boolean gets the YAML 1.1 rule, a quoted number the advice to unquote it.
+Unknown-field hints come from the field's schema (the CRD's `properties`), so they name the
+spellings the API server accepts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from t9kjobs.kinds import Problem
+
+__all__ = [
+    "describe",
+    "did_you_mean",
+    "field_parts",
+    "path_of",
+    "problems_from_validation_error",
+    "schema_at",
+]
+
+Json = dict[str, Any]
+
+# Union members show up in pydantic locations as `literal['A','B']`, a class name or a type.
+_UNION_TAG = re.compile(
+    r"^(literal\[.*\]|[A-Z]\w*|list\[.*\]|dict\[.*\]|str|int|bool|float|function-.*|\[key\])$"
+)
+# Keys written plainly in a path; any other is quoted: `labels["app.kubernetes.io/name"]`.
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_$-]+$")
+
+_WANTED = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+_YAML_BOOLEANS = (
+    " (YAML reads an unquoted yes, no, on, off, y or n as a boolean, as kubectl does: quote it)"
+)
+
+
+def field_parts(loc: tuple[int | str, ...], data: Any, missing: bool = False) -> list[int | str]:
+    """The field names and indices of a pydantic location, its union member tags dropped.
+
+    A part is a field when the validated data has it there (so a key spelt like a class name,
+    `Queue`, stays); else a tag when it looks like one; the last part of a `missing` error is
+    the missing field itself."""
+    out: list[int | str] = []
+    node = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        indexed = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if indexed or (isinstance(node, dict) and part in node):
+            out.append(part)
+            node = node[part]
+        elif (last and missing) or not (isinstance(part, str) and _UNION_TAG.match(part)):
+            out.append(part)
+            node = None
+    return out
+
+
+def path_of(prefix: str, parts: Iterable[int | str]) -> str:
+    """`spec.replicaSpecs[0].replicas` from field parts."""
+    out = prefix
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.match(part):
+            out += f"[{json.dumps(part)}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def describe(value: Any) -> str:
+    """A value as a message names it: `the string "1"`, `the number 1.5`, `a list`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value:g}" if isinstance(value, float) else f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {shown!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def did_you_mean(word: Any, choices: Iterable[str]) -> str:
+    """` (did you mean `x`?)` for the closest choice, else ``."""
+    if not isinstance(word, str):
+        return ""
+    options = [c for c in choices if c != word]
+    by_case = [c for c in options if c.lower() == word.lower().strip()]
+    close = by_case or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def schema_at(schema: Json | None, parts: Iterable[int | str]) -> Json | None:
+    """The node of a structural schema at a path (list indices and map keys included)."""
+    node = schema
+    for part in parts:
+        if node is None:
+            return None
+        if isinstance(part, int):
+            node = node.get("items")
+        else:
+            props = node.get("properties") or {}
+            extra = node.get("additionalProperties")
+            node = props.get(part) or (extra if isinstance(extra, dict) else None)
+    return node
+
+
+def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> str:
+    kind, given = err["type"], err.get("input")
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden" and parts:
+        parent = schema_at(schema, parts[:-1])
+        names = list((parent or {}).get("properties") or {})
+        return "unknown field" + did_you_mean(parts[-1], names)
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "literal_error":
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return str(err["msg"]) + did_you_mean(given, expected)
+    if kind in ("greater_than_equal", "less_than_equal"):
+        bound = ctx.get("ge", ctx.get("le"))
+        sign = ">=" if kind == "greater_than_equal" else "<="
+        return f"must be {sign} {bound}"
+    if kind in _WANTED:
+        wanted = _WANTED[kind]
+        hint = ""
+        if wanted == "a string" and isinstance(given, bool):
+            hint = _YAML_BOOLEANS
+        elif wanted == "a string" and isinstance(given, int | float):
+            hint = " (quote it to make it a string)"
+        elif wanted == "an integer" and isinstance(given, str) and given.strip().isdigit():
+            hint = " (remove the quotes to make it a number)"
+        elif wanted == "an integer" and isinstance(given, float) and given.is_integer():
+            hint = " (beyond what a 64-bit integer holds)" if abs(given) >= 2**63 else ""
+        return f"must be {wanted}, got {describe(given)}{hint}"
+    if kind == "string_pattern_mismatch":
+        return f"{err['msg']}, got {describe(given)}"
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
+def problems_from_validation_error(
+    exc: ValidationError, prefix: str, data: Any = None, schema: Json | None = None
+) -> list[Problem]:
+    """One Problem per field path; the alternatives of a union are merged into one line.
+
+    `data` is what was validated (to tell field names from union tags in pydantic's
+    locations), `schema` its structural schema (the CRD's), for the names an unknown field may
+    have meant."""
+    by_path: dict[str, list[str]] = {}
+    for err in exc.errors():
+        parts = field_parts(tuple(err["loc"]), data, missing=err["type"] == "missing")
+        path = path_of(prefix, parts)
+        msg = _message(err, parts, schema)
+        if msg not in by_path.setdefault(path, []):
+            by_path[path].append(msg)
+    return [Problem(path, " or ".join(msgs)) for path, msgs in by_path.items()]
