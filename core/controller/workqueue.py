@@ -84,17 +84,19 @@ class WorkQueue(Generic[K]):
         return self._delayed[0][0] - now if self._delayed else None
 
     def get(self) -> K | None:
-        """The next key to process (blocks); None once the queue is shut down."""
+        """The next key to process (blocks); None once the queue is shut down, even if keys
+        are still queued: a worker that outlives the shutdown (a replica that lost its Lease)
+        must not reconcile anything more."""
         with self._cond:
             while True:
+                if self._shutdown:
+                    return None
                 wait = self._promote_due()
                 if self._queue:
                     key = self._queue.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
-                if self._shutdown:
-                    return None
                 self._cond.wait(timeout=wait)
 
     def done(self, key: K) -> None:
