@@ -44,6 +44,7 @@ from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
 __all__ = ["plan"]
 
 _ACTIVE = ("Pending", "Running", "Unknown")
+_FINAL_POD_PHASES = ("Succeeded", "Failed")
 
 
 def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Plan:
@@ -212,9 +213,14 @@ def _finish(
         status, "Completed" if succeeded else "Failed", True, verdict.reason, verdict.message, ts
     )
     deletes = _cleanup(observed, life, deadline=verdict.reason == "DeadlineExceeded")
-    deleted = {d.name for d in deletes}
+    # A pod the cleanup stops while it runs shows Deleted; one that had already ended keeps
+    # its final phase, so the finished job's counts say how its replicas ended.
+    stopped = {
+        d.name for d in deletes if pod_state(pods_by_name.get(d.name)) not in _FINAL_POD_PHASES
+    }
     status.backoff_count = found.backoff_performed
-    _write_replicas(status, pods, pods_by_name, found.performed, deleted)
+    _write_replicas(status, pods, pods_by_name, found.performed, stopped)
+    _replica_failure(status, found.states, ts)
     event = Event("Normal" if succeeded else "Warning", verdict.outcome, verdict.message)
     return _result(before, status, delete=deletes, events=[event])
 
@@ -362,14 +368,20 @@ def _write_replicas(
     counts: dict[str, int],
     deleted: set[str],
 ) -> None:
+    recorded_by_type = {t.type: t.restart_count for t in status.tasks}
+    recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
     tasks: dict[str, TaskStatus] = {}
     aggregate = Aggregate()
+    new_restarts: dict[str, int] = {}
     for desired in pods:
         pod = pods_by_name.get(desired.name)
         phase = "Deleted" if desired.name in deleted else pod_state(pod)
         task = tasks.setdefault(desired.replica_type, TaskStatus(type=desired.replica_type))
         restarts = counts.get(desired.name, 0)
         task.restart_count += restarts
+        new_restarts[desired.replica_type] = new_restarts.get(desired.replica_type, 0) + max(
+            0, restarts - recorded.get(desired.name, 0)
+        )
         task.replicas.append(
             ReplicaStatus(
                 name=desired.name,
@@ -381,6 +393,14 @@ def _write_replicas(
         )
         field = phase.lower() if phase.lower() in Aggregate.model_fields else "unknown"
         setattr(aggregate, field, getattr(aggregate, field) + 1)
+    # A type's count never goes back: the restarts of replicas scaled away stay counted, and
+    # a type scaled to nothing keeps its entry while it has any.
+    for type_, before in recorded_by_type.items():
+        if type_ in tasks:
+            task = tasks[type_]
+            task.restart_count = max(task.restart_count, before + new_restarts.get(type_, 0))
+        elif before > 0:
+            tasks[type_] = TaskStatus(type=type_, restart_count=before)
     status.tasks = list(tasks.values())
     status.aggregate = aggregate
 
@@ -423,15 +443,7 @@ def _phase_and_conditions(
     else:
         status.phase = "Pending"
 
-    # A replica restarted after a success (policy Always) is not failing.
-    failing = [
-        s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
-    ]
-    if failing:
-        message = "; ".join(s.failure for s in failing)
-        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
-    elif status.condition("ReplicaFailure") is not None:
-        set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+    _replica_failure(status, states, ts)
     if absent:
         kinds = ", ".join(sorted({kind for kind, _ in absent}))
         names = ", ".join(f"{kind}/{name}" for kind, name in sorted(absent))
@@ -448,3 +460,16 @@ def _phase_and_conditions(
         set_condition(
             status, "Degraded", False, "DependenciesPresent", "all dependencies exist", ts
         )
+
+
+def _replica_failure(status: JobStatus, states: list[ReplicaState], ts: str) -> None:
+    """`ReplicaFailure` names every failing replica, in the write that ends a job too."""
+    # A replica restarted after a success (policy Always) is not failing.
+    failing = [
+        s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
+    ]
+    if failing:
+        message = "; ".join(s.failure for s in failing)
+        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
+    elif status.condition("ReplicaFailure") is not None:
+        set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
