@@ -11,7 +11,7 @@ restart budget -> keep running (create what is missing, restart what failed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -44,6 +44,8 @@ from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
 __all__ = ["plan"]
 
 _ACTIVE = ("Pending", "Running", "Unknown")
+# While a name the job needs is held by another object, look again this often.
+CONFLICT_RETRY_SECONDS = 10.0
 _FINAL_POD_PHASES = ("Succeeded", "Failed")
 
 
@@ -250,6 +252,8 @@ def _running(
         manifest = desired.manifest
         digest = spec_hash(manifest)
         current = pods_by_name.get(desired.name)
+        if current is None and ("Pod", desired.name) in observed.conflicts:
+            continue  # held by an object this job does not control: see the condition
         if current is None:
             annotations = manifest["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
@@ -292,7 +296,8 @@ def _running(
             continue
         current = observed.get(*key)
         if current is None:
-            aux_creates.append(obj)
+            if key not in observed.conflicts:
+                aux_creates.append(obj)
         elif _needs_update(obj, current):
             updated = dict(obj)
             updated["metadata"] = {
@@ -308,9 +313,18 @@ def _running(
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
         events.append(Event("Normal", "PodsCreated", f"created {names}"))
 
+    conflict = _conflict_message(observed.conflicts)
+    if conflict is not None:
+        initialized = before.condition("Initialized")
+        if initialized is None or initialized.message != conflict:
+            events.append(Event("Warning", "NameConflict", conflict))
+        requeue = min(requeue or CONFLICT_RETRY_SECONDS, CONFLICT_RETRY_SECONDS)
+
     status.backoff_count = found.backoff_count
     _write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
     _phase_and_conditions(status, found.states, pods, pods_by_name, life, ts, resumed, absent)
+    if conflict is not None:
+        set_condition(status, "Initialized", False, "NameConflict", conflict, ts)
     return _result(
         before,
         status,
@@ -416,9 +430,10 @@ def _phase_and_conditions(
     absent: list[tuple[str, str]],
 ) -> None:
     all_exist = all(p.name in pods_by_name for p in pods)
+    initialized = status.condition("Initialized")
     if all_exist:
         set_condition(status, "Initialized", True, "PodsCreated", "all pods are created", ts)
-    elif status.condition("Initialized") is None:
+    elif initialized is None or initialized.reason == "NameConflict":
         set_condition(status, "Initialized", False, "CreatingPods", "creating pods", ts)
     if resumed:
         set_condition(status, "Paused", False, "Resumed", "spec.runMode.pause is disabled", ts)
@@ -473,3 +488,14 @@ def _replica_failure(status: JobStatus, states: list[ReplicaState], ts: str) -> 
         set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
     elif status.condition("ReplicaFailure") is not None:
         set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+
+
+def _conflict_message(conflicts: Mapping[tuple[str, str], str]) -> str | None:
+    """What holds the names the job needs, for its condition and Warning Event."""
+    if not conflicts:
+        return None
+    held = "; ".join(
+        f"{kind} {name} exists and this job does not control it ({holder})"
+        for (kind, name), holder in sorted(conflicts.items())
+    )
+    return f"{held}: not created while it exists"
