@@ -2,6 +2,13 @@
 request metrics. Objects stay plain JSON dicts: building the kubernetes client's model classes
 for every pod would cost more CPU than the whole reconcile.
 
+Connections have TCP keepalive, so a peer that vanished without a word (a host that died, a
+network cut) is noticed in about half a minute even on an idle stream. A `fence` refuses every
+write once it says so (a replica whose Lease may have passed to another), right before the
+request would go out: no queue, limiter or pool wait can carry a write past it. The user agent
+names the replica (`t9k-jobs-operator/<version> (<identity>)`), so the API server's audit log
+tells replicas apart.
+
 The kubernetes client package is used only to read kubeconfig / in-cluster configuration.
 """
 
@@ -9,17 +16,20 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
+from urllib3.connection import HTTPConnection
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-__all__ = ["ApiError", "RateLimiter", "Transport", "load_configuration"]
+__all__ = ["ApiError", "Fenced", "RateLimiter", "Transport", "load_configuration", "user_agent"]
 
 Obj = dict[str, Any]
 
@@ -34,6 +44,28 @@ class ApiError(Exception):
     @property
     def reason(self) -> str:
         return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
+
+
+class Fenced(Exception):
+    """A write the fence refused: this replica may no longer be the leader."""
+
+
+def user_agent(identity: str = "") -> str:
+    """`t9k-jobs-operator/<version>`, with `(<identity>)` when one is given."""
+    try:
+        release = version("t9k-jobs")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        release = "dev"
+    return f"t9k-jobs-operator/{release}" + (f" ({identity})" if identity else "")
+
+
+# Probe an idle connection after 15 s, then every 5 s; 3 unanswered probes close it (~30 s).
+KEEPALIVE = [
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 15),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
+]
 
 
 def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
@@ -83,10 +115,15 @@ class Transport:
         burst: int = 100,
         pool_size: int = 32,
         on_request: RequestHook | None = None,
+        identity: str = "",
     ) -> None:
         self._cfg = cfg
         self._host = cfg.host.rstrip("/")
-        kwargs: dict[str, Any] = {"maxsize": pool_size, "block": False}
+        kwargs: dict[str, Any] = {
+            "maxsize": pool_size,
+            "block": False,
+            "socket_options": HTTPConnection.default_socket_options + KEEPALIVE,
+        }
         if cfg.verify_ssl:
             kwargs["cert_reqs"] = "CERT_REQUIRED"
             if cfg.ssl_ca_cert:
@@ -103,9 +140,12 @@ class Transport:
         self.limiter = RateLimiter(qps, burst)
         self._on_request = on_request
         self.impersonate: str | None = None
+        self.user_agent = user_agent(identity)
+        # Called right before each write goes out; False refuses it (`Fenced`).
+        self.fence: Callable[[], bool] | None = None
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "t9k-jobs-operator"}
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         token = self._cfg.get_api_key_with_prefix(
@@ -130,16 +170,20 @@ class Transport:
         body: Obj | None = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        total: float | None = None,
     ) -> Obj:
-        """One API call; the decoded JSON answer, or ApiError for a status >= 400."""
+        """One API call; the decoded JSON answer, or ApiError for a status >= 400. `timeout`
+        bounds each wait for the server; `total` the whole call, connecting included."""
         self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
+        if method != "GET" and self.fence is not None and not self.fence():
+            raise Fenced(f"{method} {path} refused: this replica may have lost its Lease")
         response = self._pool.request(
             method,
             self._url(path, query),
             body=data,
             headers=self._headers(content_type if data is not None else None),
-            timeout=urllib3.Timeout(connect=10.0, read=timeout),
+            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
             retries=False,
         )
         if self._on_request is not None:
@@ -153,7 +197,8 @@ class Transport:
         return decoded if isinstance(decoded, dict) else {}
 
     def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
-        """A watch: one decoded event per line until the server closes it or `timeout`."""
+        """A watch: one decoded event per line until the server closes it, or until no byte
+        came for `timeout` seconds (a stream that died without a word)."""
         self.limiter.acquire()
         response = self._pool.request(
             "GET",
