@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
-from urllib3.connection import HTTPConnection
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from urllib3.connection import HTTPConnection
 
 __all__ = ["ApiError", "Fenced", "RateLimiter", "Transport", "load_configuration", "user_agent"]
 
