@@ -200,10 +200,18 @@ class Informer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def name(self) -> str:
+        """`informer-<plural>`, and `-<namespace>` for an informer of one namespace."""
+        return f"informer-{self.resource.plural}" + (f"-{self.namespace}" if self.namespace else "")
+
+    @property
+    def thread(self) -> threading.Thread:
+        assert self._thread is not None, "not started"
+        return self._thread
+
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._run, name=f"informer-{self.resource.plural}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

@@ -4,10 +4,12 @@ for every pod would cost more CPU than the whole reconcile.
 
 Connections have TCP keepalive, so a peer that vanished without a word (a host that died, a
 network cut) is noticed in about half a minute even on an idle stream. A `fence` refuses every
-write once it says so (a replica whose Lease may have passed to another), right before the
-request would go out: no queue, limiter or pool wait can carry a write past it. The user agent
-names the replica (`t9k-jobs-operator/<version> (<identity>)`), so the API server's audit log
-tells replicas apart.
+write once it says so (a replica whose Lease may have passed to another). It is asked right
+before each piece of the request goes to the socket, so no queue, limiter, pool or connect wait,
+and no freeze of the process (SIGSTOP) between two sends, can carry a write past it: a request
+stopped half-way is dropped with its connection, and the server never acts on it. The user
+agent names the replica (`t9k-jobs-operator/<version> (<identity>)`), so the API server's audit
+log tells replicas apart.
 
 The kubernetes client package is used only to read kubeconfig / in-cluster configuration.
 """
@@ -27,7 +29,8 @@ from urllib.parse import urlencode
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
-from urllib3.connection import HTTPConnection
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 __all__ = ["ApiError", "Fenced", "RateLimiter", "Transport", "load_configuration", "user_agent"]
 
@@ -66,6 +69,36 @@ KEEPALIVE = [
     (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5),
     (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
 ]
+
+
+# The fence of the write this thread is sending, if any (read by the connections below).
+_sending = threading.local()
+
+
+class _FencedHTTPConnection(HTTPConnection):
+    def send(self, data: Any) -> None:
+        _check_fence()
+        super().send(data)
+
+
+class _FencedHTTPSConnection(HTTPSConnection):
+    def send(self, data: Any) -> None:
+        _check_fence()
+        super().send(data)
+
+
+class _FencedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _FencedHTTPConnection
+
+
+class _FencedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _FencedHTTPSConnection
+
+
+def _check_fence() -> None:
+    fence: Callable[[], bool] | None = getattr(_sending, "fence", None)
+    if fence is not None and not fence():
+        raise Fenced("write refused: this replica may have lost its Lease")
 
 
 def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
@@ -137,6 +170,7 @@ class Transport:
         if getattr(cfg, "tls_server_name", None):
             kwargs["server_hostname"] = cfg.tls_server_name
         self._pool = urllib3.PoolManager(**kwargs)
+        self._pool.pool_classes_by_scheme = {"http": _FencedHTTPPool, "https": _FencedHTTPSPool}
         self.limiter = RateLimiter(qps, burst)
         self._on_request = on_request
         self.impersonate: str | None = None
@@ -176,16 +210,18 @@ class Transport:
         bounds each wait for the server; `total` the whole call, connecting included."""
         self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
-        if method != "GET" and self.fence is not None and not self.fence():
-            raise Fenced(f"{method} {path} refused: this replica may have lost its Lease")
-        response = self._pool.request(
-            method,
-            self._url(path, query),
-            body=data,
-            headers=self._headers(content_type if data is not None else None),
-            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
-            retries=False,
-        )
+        _sending.fence = self.fence if method != "GET" else None
+        try:
+            response = self._pool.request(
+                method,
+                self._url(path, query),
+                body=data,
+                headers=self._headers(content_type if data is not None else None),
+                timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
+                retries=False,
+            )
+        finally:
+            _sending.fence = None
         if self._on_request is not None:
             self._on_request(method, path, response.status)
         try:

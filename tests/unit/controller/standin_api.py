@@ -5,8 +5,8 @@ and rate limiters are the real ones. End-to-end tests use the real control plane
 
 It serves: discovery of the job group (the other groups are not served); Leases, in memory,
 with resourceVersions and 409 for a stale update; empty lists; watches that say nothing and end
-after their `timeoutSeconds` (or never, when `silent`); any other write, echoed back with a uid
-and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
+after their `timeoutSeconds` (or never, when `silent`); lists, of what a test put in `objects`
+(by collection path) or empty; any other write, echoed back with a uid and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
 to the next discovery requests (`discovery_failures`). Every request is logged with the time it
 arrived and its user agent.
 """
@@ -49,6 +49,7 @@ class StandInApi:
             for kind, info in sorted(manager.kinds.items())
         ]
         self.leases: dict[str, Obj] = {}
+        self.objects: dict[str, list[Obj]] = {}  # what lists answer, by collection path
         self.discovery_failures = 0
         self.silent = False  # watches never end: a stream that died without a word
         self.log: list[Request] = []
@@ -109,7 +110,8 @@ class StandInApi:
         if method == "GET" and query.get("watch"):
             return "watch"
         if method == "GET":
-            return 200, {"metadata": {"resourceVersion": str(next(self._rv))}, "items": []}
+            items = self.objects.get(path, [])
+            return 200, {"metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
         answer = dict(body or {})
         answer["metadata"] = {
             **answer.get("metadata", {}),
