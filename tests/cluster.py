@@ -237,6 +237,17 @@ def local_cluster(
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def kwok_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    """The KWOK cluster at ``T9KJOBS_CLUSTER_DIR`` with its audit log (tiers that read it:
+    the RBAC check, the chaos tier): reused when already running, else started."""
+    env = {"T9KJOBS_AUDIT": "1", **os.environ}
+    if env.get("T9KJOBS_NODES") == "real":  # that is for tests/real; here the default 4 KWOK nodes
+        del env["T9KJOBS_NODES"]
+    with local_cluster(pytestconfig, cluster_dir(), "kwok", env) as started:
+        yield started
+
+
 def _namespace_name(node_name: str) -> str:
     base = re.sub(r"[^a-z0-9-]+", "-", node_name.lower()).strip("-")[:40].strip("-")
     return f"e2e-{base}-{uuid.uuid4().hex[:6]}"
