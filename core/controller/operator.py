@@ -393,6 +393,7 @@ class Operator:
             self.supervisor.spawn("controller", self.run_controllers, finishes=True)
 
         def step_down() -> None:
+            self.stop.set()  # the workers' end is the point, not a failure
             self.metrics.is_leader.set(0)
             self.queue.shutdown()
             for informer in self.informers:
