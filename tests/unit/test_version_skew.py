@@ -17,8 +17,12 @@ NEWER_CONDITION = {
 }
 
 
-def newer_status(sim: Sim) -> None:
-    """The running job's status as a newer version would write it."""
+def newer_status() -> Sim:
+    """A running job whose status a newer version wrote last."""
+    sim = Sim(tiny_job(replicas=1))
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    sim.step()
     status = dict(sim.manifest["status"])
     status["queuePosition"] = {"queue": "default", "position": 0}
     status["phase"] = "Warming"
@@ -26,14 +30,11 @@ def newer_status(sim: Sim) -> None:
     conditions[0]["observedGeneration"] = 4
     status["conditions"] = [*conditions, NEWER_CONDITION]
     sim.manifest["status"] = status
+    return sim
 
 
 def test_what_a_newer_version_wrote_is_kept_and_the_rest_goes_on() -> None:
-    sim = Sim(tiny_job(replicas=1))
-    sim.step()
-    sim.set("tiny-worker-0", "Running")
-    sim.step()
-    newer_status(sim)
+    sim = newer_status()
     parse_job(sim.manifest, tiny_manager())  # no validation error: the job is not "invalid"
     sim.set("tiny-worker-0", "Succeeded")
     written = dump(sim.step().status)
@@ -46,11 +47,7 @@ def test_what_a_newer_version_wrote_is_kept_and_the_rest_goes_on() -> None:
 
 
 def test_an_unknown_phase_is_recomputed_and_nothing_else_is_lost() -> None:
-    sim = Sim(tiny_job(replicas=1))
-    sim.step()
-    sim.set("tiny-worker-0", "Running")
-    sim.step()
-    newer_status(sim)
+    sim = newer_status()
     p = sim.step()
     assert p.status.phase == "Running"
     written = dump(p.status)

@@ -44,6 +44,20 @@ class ScriptedTransport:
         yield from script
 
 
+def run_out(transport: ScriptedTransport) -> tuple[Informer, list[tuple[str, str]]]:
+    """An informer of pods run until its scripts are spent; the events it handed out."""
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    return informer, events
+
+
 def test_watch_resumes_and_relists_after_410() -> None:
     transport = ScriptedTransport(
         lists=[
@@ -58,15 +72,7 @@ def test_watch_resumes_and_relists_after_410() -> None:
             [{"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}],
         ],
     )
-    events: list[tuple[str, str]] = []
-    informer = Informer(
-        transport,  # type: ignore[arg-type]
-        CHILD_RESOURCES["Pod"],
-        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
-    )
-    informer.start()
-    assert transport.done.wait(5)
-    informer.stop()
+    informer, events = run_out(transport)
     # Listed at 10; the first watch resumed from the list, the second from the bookmark; after
     # 410 a new list, and the watch resumed from that list's version.
     assert transport.watched_from == ["10", "15", "30"]
@@ -98,15 +104,7 @@ def test_a_relist_never_takes_the_store_back_in_time() -> None:
             [{"type": "ADDED", "object": pod("a", "20")}],  # the watch from 15 sees it again
         ],
     )
-    events: list[tuple[str, str]] = []
-    informer = Informer(
-        transport,  # type: ignore[arg-type]
-        CHILD_RESOURCES["Pod"],
-        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
-    )
-    informer.start()
-    assert transport.done.wait(5)
-    informer.stop()
+    informer, events = run_out(transport)
     # Consistent reads: no resourceVersion, never "0" (whatever the server's cache holds).
     assert transport.listed_with == [{}, {}]
     assert informer.store.get("ns", "a") is not None  # not forgotten, not refused after

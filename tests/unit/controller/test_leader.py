@@ -7,24 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.transport import Fenced, Transport
-from t9kjobs.manager import PluginManager
 
 from .standin_api import StandInApi
 
 LEASE, RENEW, RETRY = 4.0, 2.0, 0.25
-
-
-@pytest.fixture
-def api(manager: PluginManager) -> Iterator[StandInApi]:
-    server = StandInApi(manager)
-    yield server
-    server.close()
 
 
 class Election:

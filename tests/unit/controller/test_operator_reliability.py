@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,13 +21,6 @@ from t9kjobs.testing.process import free_port, http_get
 from .standin_api import StandInApi
 
 JOBS = "/apis/batch.tensorstack.dev/v1beta1"
-
-
-@pytest.fixture
-def api(manager: PluginManager) -> Iterator[StandInApi]:
-    server = StandInApi(manager)
-    yield server
-    server.close()
 
 
 class Running:

@@ -10,23 +10,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from t9kjobs.controller.informer import Informer
 from t9kjobs.controller.resources import CHILD_RESOURCES
 from t9kjobs.controller.transport import Transport
-from t9kjobs.manager import PluginManager
 
 from .standin_api import StandInApi
 
 Obj = dict[str, Any]
-
-
-@pytest.fixture
-def api(manager: PluginManager) -> Iterator[StandInApi]:
-    server = StandInApi(manager)
-    yield server
-    server.close()
 
 
 def watches(api: StandInApi) -> list[Any]:
