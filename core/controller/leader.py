@@ -191,11 +191,15 @@ class LeaderElector:
         return True
 
     def release(self) -> None:
-        """Give the Lease up on a clean shutdown, so a standby takes over at once."""
+        """Give the Lease up on a clean shutdown, so a standby takes over at once. The fence
+        closes first, and writes already on their way get a moment to land: none of ours may
+        arrive after the Lease names nobody."""
         if not self.holds():
             self.is_leader.clear()
             return
         deadline = self._valid_until
+        self.is_leader.clear()
+        time.sleep(0.2)
         try:
             lease = self._call("GET", f"{self.path}/{self.name}", deadline)
             if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
@@ -204,4 +208,3 @@ class LeaderElector:
                 self._call("PUT", f"{self.path}/{self.name}", deadline, lease)
         except Exception as exc:
             log.warning("could not release the lease: %s", exc)
-        self.is_leader.clear()

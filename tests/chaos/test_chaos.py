@@ -6,7 +6,7 @@ of its own (observer.py), the cluster's final state and the API server's audit l
 | check | counted |
 | --- | --- |
 | two live pods of one replica | a pod of a replica appearing while another of it exists |
-| uncounted restarts | replicas whose pods (creations in the audit log) minus one differ from their restartCount |
+| uncounted restarts | replicas whose pods (creations in the audit log, or pods the observer saw) minus one differ from their restartCount |
 | status regressions | a job's phase, restart counts or completion time going back |
 | stuck jobs | jobs without a verdict once the faults are over |
 | wrong verdicts | phase, reason or restart counts other than the script's |
@@ -242,7 +242,11 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
     """Every check, with what it found (empty when it holds)."""
     scripted = {j.name: j for j in chaos.jobs}
     by_name = {j["metadata"]["name"]: j for j in jobs}
-    creations = audit.creations("pods")
+    # A pod's incarnations: its creations in the audit log, or the uids the observer saw if
+    # more (an API server killed between storing a pod and writing its audit event).
+    created = audit.creations("pods")
+    lives = chaos.observer.pod_lives
+    creations = {n: max(created.get(n, 0), len(lives.get(n, []))) for n in {*created, *lives}}
     checks: dict[str, list[str]] = {
         "two live pods of one replica": [
             v for v in chaos.observer.violations if v.startswith("pod ")
