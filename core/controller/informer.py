@@ -248,9 +248,12 @@ class Informer:
             "timeoutSeconds": str(seconds),
             "labelSelector": self.label_selector,
         }
+        log.debug("watching %s from %s for %ds", self.name, self._rv, seconds)
+        events = 0
         for event in self.transport.stream(
             self.resource.path(self.namespace), query, timeout=seconds + self._read_slack
         ):
+            events += 1
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
@@ -268,6 +271,7 @@ class Informer:
             self._handler(str(kind), obj)
             if self._stop.is_set():
                 return
+        log.debug("watch of %s ended after %d event(s), at %s", self.name, events, self._rv)
 
     def _run(self) -> None:
         backoff = 1.0

@@ -48,6 +48,8 @@ class Replicas:
             identity,
             "--log-format",
             "json",
+            "--log-level",
+            "debug",  # the watches' starts and ends: what a stuck job's post-mortem needs
             log=self.logs / f"{identity}.log",
         )
         with self._lock:
