@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench demo demo-sim mutate clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench soak chaos demo demo-sim mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,22 @@ bench: $(STAMP)
 # core: run it under the shared lock. MUTATE_ARGS="plugins/pytorch/torchrun.py" for one module.
 mutate: $(STAMP)
 	$(BIN)/python hack/mutate.py $(MUTATE_ARGS)
+
+# The soak (docs/reliability.md): 2,000 jobs created and deleted in waves, the operator's RSS
+# after each; about 15 min, not part of `make test`. SOAK_ARGS="--jobs 200 --waves 4" for less.
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak $(SOAK_ARGS)
+
+# The chaos tier at full size (docs/reliability.md): 200 jobs while the operator's two replicas
+# are killed 3 times and frozen twice and kube-apiserver restarted once. `make test` runs it
+# small (27 jobs, one fault of each). Report in build/chaos/.
+CHAOS_JOBS ?= 200
+CHAOS_KILLS ?= 3
+CHAOS_FREEZES ?= 2
+CHAOS_APISERVER_RESTARTS ?= 1
+chaos: $(STAMP)
+	CHAOS_JOBS=$(CHAOS_JOBS) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_FREEZES=$(CHAOS_FREEZES) \
+		CHAOS_APISERVER_RESTARTS=$(CHAOS_APISERVER_RESTARTS) $(BIN)/pytest -s tests/chaos
 
 # Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
 plugin-guide: $(STAMP)

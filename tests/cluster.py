@@ -237,6 +237,41 @@ def local_cluster(
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def kwok_tier(marker: str, description: str, folder: Path) -> tuple[Any, Any, Any]:
+    """What the conftest of a tier on the KWOK cluster needs, to bind at its module level:
+    `pytest_configure` (registers `marker`), `pytest_collection_modifyitems` (marks every test
+    under `folder`) and the package's `cluster` fixture (kwok_cluster, started once for the
+    package and stopped after it)."""
+
+    def pytest_configure(config: pytest.Config) -> None:
+        config.addinivalue_line("markers", f"{marker}: {description}")
+
+    def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+        for item in items:
+            if folder in Path(str(item.fspath)).parents:
+                item.add_marker(getattr(pytest.mark, marker))
+
+    @pytest.fixture(scope="package")
+    def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+        """The KWOK cluster: reused when already running, else built (if needed) and started.
+        Its audit log lets tests see the requests a client made."""
+        with kwok_cluster(pytestconfig) as started:
+            yield started
+
+    return pytest_configure, pytest_collection_modifyitems, cluster
+
+
+@contextlib.contextmanager
+def kwok_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    """The KWOK cluster at ``T9KJOBS_CLUSTER_DIR`` with its audit log (tiers that read it:
+    the RBAC check, the chaos tier): reused when already running, else started."""
+    env = {"T9KJOBS_AUDIT": "1", **os.environ}
+    if env.get("T9KJOBS_NODES") == "real":  # that is for tests/real; here the default 4 KWOK nodes
+        del env["T9KJOBS_NODES"]
+    with local_cluster(pytestconfig, cluster_dir(), "kwok", env) as started:
+        yield started
+
+
 def _namespace_name(node_name: str) -> str:
     base = re.sub(r"[^a-z0-9-]+", "-", node_name.lower()).strip("-")[:40].strip("-")
     return f"e2e-{base}-{uuid.uuid4().hex[:6]}"

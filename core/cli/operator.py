@@ -31,6 +31,10 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         health_address=args.health_probe_bind_address,
         identity=args.identity,
         discovery_interval=args.discovery_interval,
+        resync_period=args.resync_period,
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
     )
     try:
         return Operator(options, manager).run()
@@ -67,6 +71,18 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     p.add_argument("--leader-election-id", default="t9k-jobs-operator", help="name of the Lease")
     p.add_argument("--identity", default="", help="leader election identity (default host_pid)")
+    for flag, default, what in (
+        ("lease-duration", 15.0, "how long a Lease holds after its last renewal"),
+        ("renew-deadline", 10.0, "a leader that could not renew for this long stops and exits"),
+        ("retry-period", 2.0, "how often the Lease is tried and renewed"),
+    ):
+        p.add_argument(
+            f"--leader-election-{flag}",
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"{what} (default {default:g}; retry < renew < lease)",
+        )
     p.add_argument(
         "--metrics-bind-address",
         default="127.0.0.1:8080",
@@ -83,6 +99,14 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         default=30.0,
         metavar="SECONDS",
         help="how often to look for CRDs installed after start-up (default 30)",
+    )
+    p.add_argument(
+        "--resync-period",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="reconcile every job again this often, +-10%% (default 600; 0: never), so that a"
+        " missed event is not missed for ever",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

@@ -101,6 +101,11 @@ class EventRecorder:
                 extra=_job_of(body),
             )
 
+    def post(self, job: Obj, event: Event) -> None:
+        """Post an Event now, raising if it is refused: for an Event that must exist before
+        the status write that reports what it says (a job's verdict)."""
+        self._send(event_body(job, event, self.identity, self.clock()))
+
     def close(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
         for pending in self._queues:
@@ -112,11 +117,14 @@ class EventRecorder:
 
     def _post_all(self, pending: queue.Queue[Obj | None]) -> None:
         while (body := pending.get()) is not None:
-            namespace = body["metadata"]["namespace"]
             try:
-                self.transport.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+                self._send(body)
             except Exception as exc:  # refused or unreachable: the thread outlives any Event
                 log.warning("event %s not recorded: %s", body["reason"], exc, extra=_job_of(body))
+
+    def _send(self, body: Obj) -> None:
+        namespace = body["metadata"]["namespace"]
+        self.transport.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
 
 
 def _job_of(body: Obj) -> dict[str, str]:

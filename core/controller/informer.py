@@ -3,11 +3,22 @@
 A reconcile reads only these stores: no LIST per reconcile. A watch resumes from the last
 resourceVersion seen (bookmarks keep it fresh); a 410 Gone means the server no longer has that
 history, and the informer lists again, telling handlers about anything that changed or vanished.
+
+A store never goes back in time. Lists are consistent reads (`resourceVersion` unset: the
+server's current state, not whatever its cache held), and a relisted object replaces the cached
+one only if it is not older; an object missing from the list is forgotten only if the cache's
+copy is not newer than the list (an answer to one of our writes may be).
+
+A watch is bounded: the server ends it after `timeoutSeconds` (jittered, so informers do not
+all come back at once), and the client gives up when no byte came for a few seconds longer,
+with TCP keepalive under it. A stream that died without a word (an API server frozen, or gone
+with its host) is replaced in under a minute, from the last resourceVersion.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -45,6 +56,12 @@ def newer(candidate: Obj, current: Obj | None) -> bool:
     return True
 
 
+def _after(obj: Obj, version: str) -> bool:
+    """Whether `obj` was written after the listing at `version` (so a list cannot know it)."""
+    rv = obj["metadata"].get("resourceVersion", "")
+    return rv.isdigit() and version.isdigit() and int(rv) > int(version)
+
+
 class Store:
     """Objects by (namespace, name), with an index of children by controller owner uid.
 
@@ -77,17 +94,17 @@ class Store:
         with self._lock:
             return self._objects.get((namespace, name))
 
-    def put(self, obj: Obj, *, force: bool = False) -> bool:
+    def put(self, obj: Obj) -> bool:
         """Store `obj` unless the store already holds a newer version; True if stored."""
         # No reconcile reads managedFields; kept, they are a third of a cached pod's memory.
         obj["metadata"].pop("managedFields", None)
         key = self.key(obj)
         with self._lock:
             current = self._objects.get(key)
-            if not force and not newer(obj, current):
+            if not newer(obj, current):
                 return False
             tomb = self._tombstones.pop(key, None)
-            if tomb is not None and not force and not _strictly_newer(obj, tomb[0]):
+            if tomb is not None and not _strictly_newer(obj, tomb[0]):
                 self._tombstones[key] = tomb
                 return False
             if current is not None:
@@ -129,24 +146,27 @@ class Store:
             return list(self._objects.values())
 
     def replace(
-        self, objects: Iterable[Obj], namespace: str | None = None
+        self, objects: Iterable[Obj], namespace: str | None = None, version: str = ""
     ) -> tuple[list[Obj], list[Obj]]:
-        """Swap in a fresh listing of `namespace` (None: all namespaces); returns (objects that
-        changed or appeared, objects gone). Informers of several namespaces share one store."""
+        """Bring in a listing of `namespace` (None: all namespaces) taken at resourceVersion
+        `version`; returns (objects that changed or appeared, objects gone). Nothing newer than
+        what the store holds is replaced, nothing written after the listing is forgotten.
+        Informers of several namespaces share one store."""
         fresh = {self.key(o): o for o in objects}
         with self._lock:
             old = {k: o for k, o in self._objects.items() if namespace in (None, k[0])}
+        gone = [o for k, o in old.items() if k not in fresh and not _after(o, version)]
+        for o in gone:
+            self.remove(*self.key(o))
         changed = [
             o
             for k, o in fresh.items()
-            if k not in old
-            or old[k]["metadata"].get("resourceVersion") != o["metadata"].get("resourceVersion")
+            if (
+                k not in old
+                or old[k]["metadata"].get("resourceVersion") != o["metadata"].get("resourceVersion")
+            )
+            and self.put(o)
         ]
-        gone = [o for k, o in old.items() if k not in fresh]
-        for o in gone:
-            self.remove(*self.key(o))
-        for o in fresh.values():
-            self.put(o, force=True)
         return changed, gone
 
 
@@ -161,9 +181,12 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
-        watch_timeout: int = 300,
+        watch_timeout: int = 40,
+        read_slack: float = 10.0,
         store: Store | None = None,
     ) -> None:
+        """Each watch asks the server to end it after 75-100% of `watch_timeout` seconds, and
+        is dropped when no byte came for `read_slack` seconds longer than that."""
         self.transport = transport
         self.resource = resource
         self.store = store if store is not None else Store()
@@ -171,33 +194,45 @@ class Informer:
         self.label_selector = label_selector
         self._handler = handler
         self._watch_timeout = watch_timeout
+        self._read_slack = read_slack
         self._rv = ""
         self.synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def name(self) -> str:
+        """`informer-<plural>`, and `-<namespace>` for an informer of one namespace."""
+        return f"informer-{self.resource.plural}" + (f"-{self.namespace}" if self.namespace else "")
+
+    @property
+    def thread(self) -> threading.Thread:
+        assert self._thread is not None, "not started"
+        return self._thread
+
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._run, name=f"informer-{self.resource.plural}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
 
     def _list(self) -> None:
+        # No resourceVersion: a consistent read of the current state. ("0" would take whatever
+        # the server's watch cache holds, which may be older than our store after a restart.)
         answer = self.transport.request(
             "GET",
             self.resource.path(self.namespace),
-            query={"labelSelector": self.label_selector, "resourceVersion": "0"},
+            query={"labelSelector": self.label_selector},
             timeout=120,
         )
         items = answer.get("items") or []
         for item in items:  # list items carry no kind; the handlers want complete objects
             item.setdefault("kind", self.resource.kind)
             item.setdefault("apiVersion", self.resource.api_version)
-        changed, gone = self.store.replace(items, self.namespace)
-        self._rv = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        version = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        changed, gone = self.store.replace(items, self.namespace, version)
+        self._rv = version
         self.synced.set()
         for obj in changed:
             self._handler("ADDED", obj)
@@ -205,16 +240,20 @@ class Informer:
             self._handler("DELETED", obj)
 
     def _watch(self) -> None:
+        seconds = max(1, round(self._watch_timeout * random.uniform(0.75, 1.0)))
         query = {
             "watch": "1",
             "resourceVersion": self._rv,
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(self._watch_timeout),
+            "timeoutSeconds": str(seconds),
             "labelSelector": self.label_selector,
         }
+        log.debug("watching %s from %s for %ds", self.name, self._rv, seconds)
+        events = 0
         for event in self.transport.stream(
-            self.resource.path(self.namespace), query, timeout=self._watch_timeout + 30
+            self.resource.path(self.namespace), query, timeout=seconds + self._read_slack
         ):
+            events += 1
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
@@ -235,6 +274,7 @@ class Informer:
                 log.warning("ignored a %s event of %s: %r", kind, self.resource.plural, exc)
             if self._stop.is_set():
                 return
+        log.debug("watch of %s ended after %d event(s), at %s", self.name, events, self._rv)
 
     def _run(self) -> None:
         backoff = 1.0

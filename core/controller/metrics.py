@@ -40,6 +40,12 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.reconcile_errors = Counter(
+            "t9kjobs_reconcile_errors",
+            "Failed reconciles by kind and error (conflict, http_<code>, or the exception).",
+            ["kind", "error"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "t9kjobs_workqueue_depth", "Keys waiting in the work queue.", registry=r
         )

@@ -1,16 +1,30 @@
-"""`t9kjobs operator`: discovery, informers, workers, leader election, endpoints, shutdown."""
+"""`t9kjobs operator`: discovery, informers, workers, leader election, endpoints, shutdown.
+
+What keeps it working, and honest about it when it cannot (docs/reliability.md):
+
+* start-up discovery is retried with backoff while `/readyz` says not ready, and the log says
+  what it waits for: a flaky API server costs a delay, not a CrashLoopBackOff;
+* every long-lived thread is supervised (`threads.Supervisor`): one that dies fails
+  `/healthz` and ends the process, never leaves it alive and idle;
+* with leader election, the Lease has a client of its own, writes are fenced by it, and a lost
+  Lease stops the workers and ends the process (`leader`);
+* every job is queued again every `resync_period` (jittered), so a missed event costs at most
+  that long.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubernetes import client as k8s_client
 
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Informer, Store
@@ -19,7 +33,9 @@ from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.reconciler import JobKey, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource, job_resource
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
+from t9kjobs.controller.threads import Supervisor
 from t9kjobs.controller.transport import ApiError, Transport
+from t9kjobs.controller.workers import work
 from t9kjobs.controller.workqueue import WorkQueue
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
@@ -53,15 +69,31 @@ class Options:
     # window: the pods of a job that start or end together cost one reconcile and one status
     # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
     child_batch_period: float = 1.0
+    # Every job is reconciled again this often (+-10%), so that a missed event is not missed
+    # for ever; 0 turns it off.
+    resync_period: float = 600.0
+    # The Lease: held for lease_duration after a renewal; a leader that could not renew for
+    # renew_deadline stops; attempts every retry_period (client-go's defaults).
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
 
 
 class Operator:
-    def __init__(self, options: Options, manager: PluginManager) -> None:
+    def __init__(
+        self,
+        options: Options,
+        manager: PluginManager,
+        cfg: k8s_client.Configuration | None = None,
+    ) -> None:
+        """`cfg`: where the API server is and how to authenticate (default: from
+        `options.kubeconfig`, see `load_configuration`)."""
         self.options = options
         self.manager = manager
         self.metrics = Metrics()
-        cfg = configuration(options.kubeconfig)
+        cfg = cfg or configuration(options.kubeconfig)
         self.server = str(cfg.host)
+        self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
         creators = 2 * options.workers
         self.transport = Transport(
             cfg,
@@ -71,11 +103,17 @@ class Operator:
             # the events thread and the informers' watches.
             pool_size=options.workers + creators + 16,
             on_request=self.metrics.api_request,
+            identity=self.identity,
         )
         self.transport.impersonate = options.impersonate
-        self.identity = options.identity or f"{socket.gethostname()}_{os.getpid()}"
+        # The Lease's own client: a renewal never waits behind the workers' requests.
+        self.election_transport = Transport(
+            cfg, qps=0, pool_size=2, on_request=self.metrics.api_request, identity=self.identity
+        )
+        self.election_transport.impersonate = options.impersonate
         self.queue: WorkQueue[JobKey] = WorkQueue()
         self.stop = threading.Event()
+        self.supervisor = Supervisor(self.stop)
         self.informers: list[Informer] = []
         self.job_stores: dict[str, Store] = {}
         self.job_resources: dict[str, Resource] = {}
@@ -208,6 +246,7 @@ class Operator:
         started.sort(key=lambda i: i.resource.kind in job_resources)
         for informer in started:
             informer.start()
+            self.supervisor.watch(informer.name, informer.thread)
             self.informers.append(informer)
         for informer in started:
             while not informer.synced.wait(1.0):
@@ -224,41 +263,29 @@ class Operator:
         self.reconciler.absent_kinds = absent
         return bool(started)
 
-    def _work(self, reconciler: Reconciler) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            self.metrics.queue_depth.set(len(self.queue))
-            kind = key[0]
-            started = time.monotonic()
+    def _discover_at_start(self) -> tuple[dict[str, Resource], frozenset[str]] | None:
+        """Discovery, retried with backoff until it answers (None if stopped meanwhile)."""
+        delay = 1.0
+        while not self.stop.is_set():
             try:
-                requeue = reconciler.reconcile(key)
-            except ApiError as exc:
-                result = "conflict" if exc.status == 409 else "error"
-                if exc.status != 409:
-                    log.warning(
-                        "reconcile failed: %s",
-                        exc,
-                        extra={"kind": kind, "job": f"{key[1]}/{key[2]}"},
-                    )
-                self.queue.add_rate_limited(key)
-            except Exception:
-                result = "error"
-                log.exception("reconcile failed", extra={"kind": kind, "job": f"{key[1]}/{key[2]}"})
-                self.queue.add_rate_limited(key)
-            else:
-                result = "ok"
-                self.queue.forget(key)
-                if requeue is not None:
-                    self.queue.add_after(key, requeue + 0.5)
-            finally:
-                self.queue.done(key)
-                self.metrics.reconciles.labels(kind, result).inc()
-                self.metrics.reconcile_seconds.labels(kind).observe(time.monotonic() - started)
+                return self.discover()
+            except Exception as exc:
+                log.warning(
+                    "waiting for the API server's discovery of %s/v1beta1 (not ready until it"
+                    " answers); next try in %.0fs: %s",
+                    API_GROUP,
+                    delay,
+                    exc,
+                )
+            self.stop.wait(delay)
+            delay = min(delay * 2, 30.0)
+        return None
 
     def run_controllers(self) -> None:
-        kinds, absent = self.discover()
+        found = self._discover_at_start()
+        if found is None:
+            return
+        kinds, absent = found
         self._report(kinds, absent)
         self.metrics.watch_jobs(
             lambda: (
@@ -267,15 +294,18 @@ class Operator:
                 for o in store.all()
             )
         )
-        self._serve(kinds, absent)
+        if not self._serve(kinds, absent):
+            return  # stopped while the caches synced
         self._synced.set()
         log.info("caches synced: %d informer(s)", len(self.informers))
         for i in range(self.options.workers):
-            threading.Thread(
-                target=self._work, args=(self.reconciler,), name=f"worker-{i}", daemon=True
-            ).start()
+            self.supervisor.spawn(
+                f"worker-{i}", lambda: work(self.queue, self.reconciler, self.metrics)
+            )
         log.info("serving kinds: %s", ", ".join(sorted(self.job_resources)) or "none")
-        threading.Thread(target=self._rediscover, name="discovery", daemon=True).start()
+        self.supervisor.spawn("discovery", self._rediscover)
+        if self.options.resync_period > 0:
+            self.supervisor.spawn("resync", self._resync)
 
     def _rediscover(self) -> None:
         """CRDs installed after start-up (a kind, PodGroup, TensorBoard) are served without a
@@ -289,10 +319,22 @@ class Operator:
             self._report(kinds, absent)
             if self._serve(kinds, absent):
                 log.info("now serving kinds: %s", ", ".join(sorted(self.job_resources)))
-                for kind, store in self.job_stores.items():
-                    for job in store.all():  # jobs that waited for a child kind
-                        meta = job["metadata"]
-                        self.queue.add((kind, meta["namespace"], meta["name"]))
+                self.requeue_all()  # jobs that waited for a child kind
+
+    def _resync(self) -> None:
+        """Every job again every `resync_period` (+-10%, so replicas and restarts do not line
+        up), spread over a tenth of the period rather than all at once."""
+        period = self.options.resync_period
+        while not self.stop.wait(period * random.uniform(0.9, 1.1)):
+            self.requeue_all(spread=period / 10)
+
+    def requeue_all(self, spread: float = 0.0) -> None:
+        """Queue every job the stores hold, each after a random delay up to `spread`."""
+        for kind, store in self.job_stores.items():
+            for job in store.all():
+                meta = job["metadata"]
+                key = (kind, meta["namespace"], meta["name"])
+                self.queue.add_after(key, random.uniform(0, spread))
 
     def ready(self) -> bool:
         """Ready once the caches are synced; a standby replica is ready while it waits."""
@@ -300,6 +342,8 @@ class Operator:
         return self._synced.is_set() or standby
 
     def run(self) -> int:
+        """Serve until SIGTERM/SIGINT: 0. 1 when a controller thread died or the Lease was
+        lost: the process should exit, and its restart is the way back."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             if threading.current_thread() is threading.main_thread():
                 signal.signal(sig, lambda *_: self.stop.set())
@@ -309,45 +353,78 @@ class Operator:
                 "--metrics-bind-address",
                 self.metrics.registry,
                 self.ready,
+                self.supervisor.healthy,
             )
         ]
         try:
             servers.append(
-                listen(self.options.health_address, "--health-probe-bind-address", None, self.ready)
+                listen(
+                    self.options.health_address,
+                    "--health-probe-bind-address",
+                    None,
+                    self.ready,
+                    self.supervisor.healthy,
+                )
             )
-            preflight(self.transport, self.server)
+            preflight(self.election_transport, self.server)  # its own client: never queued
         except StartupError:
             for started in servers:
                 if started is not None:
                     started.shutdown()
             raise
         try:
+            kept = True
             if not self.options.leader_elect:
-                self.run_controllers()
+                self.supervisor.spawn("controller", self.run_controllers, finishes=True)
                 self.stop.wait()
-                return 0
-            namespace = self.options.leader_election_namespace or _own_namespace()
-            elector = LeaderElector(
-                self.transport, namespace, self.options.leader_election_id, self.identity
-            )
-
-            def lead() -> None:
-                self.leading.set()
-                self.metrics.is_leader.set(1)
-                self.run_controllers()
-
-            kept = elector.run(lead, self.stop)
+            else:
+                kept = self._elect()
+            if self.supervisor.failure is not None:
+                log.error("exiting: %s", self.supervisor.failure)
+                return 1
             return 0 if kept else 1
         finally:
-            self.stop.set()
-            self.queue.shutdown()
-            for informer in self.informers:
-                informer.stop()
-            self.creator.shutdown(wait=False, cancel_futures=True)
-            self.events.close()
+            self._shut_down()
             for server in servers:
                 if server is not None:
                     server.shutdown()
+
+    def _elect(self) -> bool:
+        o = self.options
+        elector = LeaderElector(
+            self.election_transport,
+            o.leader_election_namespace or _own_namespace(),
+            o.leader_election_id,
+            self.identity,
+            lease_duration=o.lease_duration,
+            renew_deadline=o.renew_deadline,
+            retry_period=o.retry_period,
+        )
+        # No write of a worker, the events threads or a creator goes out once the Lease may
+        # have passed to another replica.
+        self.transport.fence = elector.holds
+
+        def lead() -> None:
+            self.leading.set()
+            self.metrics.is_leader.set(1)
+            self.supervisor.spawn("controller", self.run_controllers, finishes=True)
+
+        def step_down() -> None:
+            self.stop.set()  # the workers' end is the point, not a failure
+            self.metrics.is_leader.set(0)
+            self.queue.shutdown()
+            for informer in self.informers:
+                informer.stop()
+
+        return elector.run(lead, step_down, self.stop)
+
+    def _shut_down(self) -> None:
+        self.stop.set()
+        self.queue.shutdown()
+        for informer in self.informers:
+            informer.stop()
+        self.creator.shutdown(wait=False, cancel_futures=True)
+        self.events.close()
 
 
 def _own_namespace() -> str:

@@ -6,17 +6,22 @@ nothing writes it last instead, planned again once its creations are in the stor
 
 Creations go in two waves, each wave's requests at once: the objects pods use (Services,
 ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
-Events are handed to the `EventRecorder` and never waited for. Every answer from the API server
-goes straight into the stores, so the next reconcile of the same job sees what this one did even
-before the watch reports it. AlreadyExists, NotFound and Conflict are normal: names are
-deterministic, so a retry can never create a duplicate.
+Events are handed to the `EventRecorder` and never waited for, but for those of the status
+write that finishes a job: they are posted first, so that a crash between the two cannot lose
+the verdict's Event (the next reconcile would see a finished job and post nothing). When a
+reconcile plans twice (creations, then the status they lead to), the Events of both plans are
+posted, each once. Every answer from the API server goes straight into the stores, so the next
+reconcile of the same job sees what this one did even before the watch reports it. NotFound and
+Conflict are normal, and so is AlreadyExists for an object this job controls (names are
+deterministic, so a retry can never create a duplicate); one it does not control is a conflict
+(`t9kjobs.controller.ownership`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,12 +38,13 @@ from t9kjobs.controller.failing import (
     stored_status,
 )
 from t9kjobs.controller.informer import Store
+from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource
 from t9kjobs.controller.transport import ApiError, Transport
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import Job, JobStatus, dump
+from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.ssh import fill_generated_secret
@@ -96,6 +102,7 @@ class Reconciler:
         self.events = events
         self.creator = creator
         self.clock = clock
+        self.conflicts = NameConflicts(transport)
 
     # -- the reconcile -----------------------------------------------------------------------
 
@@ -107,6 +114,7 @@ class Reconciler:
         kind, namespace, name = key
         raw = self.job_stores[kind].get(namespace, name)
         if raw is None or raw["metadata"].get("deletionTimestamp"):
+            self.conflicts.forget(key)
             return None  # deleted: the garbage collector removes the children
         jlog = JobLog(log, {"kind": kind, "job": f"{namespace}/{name}"})
         try:
@@ -138,56 +146,80 @@ class Reconciler:
             raise
 
     def _sync(
-        self, key: JobKey, raw: Obj, job: Job, found: list[Problem], jlog: JobLog
+        self, key: JobKey, raw: Obj, job: Job, problems: list[Problem], jlog: JobLog
     ) -> float | None:
         namespace = key[1]
-        the_plan = _with_warnings(self._plan(job), found)
+        uid = job.metadata.uid or ""
+        held = self.conflicts.still_held(key, uid, self.child_stores)
+        found: Held = {}  # conflicts met by this reconcile's creations
+        the_plan = _with_warnings(self._plan(job, held), problems)
         if the_plan.delete or not the_plan.create:
-            self._settle_status(key, raw, the_plan, jlog)  # first: see the module docstring
-            self._apply(namespace, raw, the_plan, jlog)
-            return the_plan.requeue_after
+            posted = self._settle_status(key, raw, the_plan, jlog)  # first: module docstring
+            try:
+                self._apply(namespace, the_plan, jlog, found)
+            finally:
+                self.conflicts.remember(key, uid, {**held, **found})
+            self._record(raw, the_plan.events, posted)
+            # A conflict met now is in the status of the next reconcile, at once.
+            return 0.0 if found else the_plan.requeue_after
         # Creations without deletions: no restart count to protect. The status is written once,
         # after them, as they leave the job ("created"), rather than before ("creating") and
         # again after: one write a job less, and a failed creation still shows what exists.
         try:
-            self._apply(namespace, raw, the_plan, jlog)
+            self._apply(namespace, the_plan, jlog, found)
         finally:
-            settled = self._plan(job)  # the stores hold the answers to the creations
-            self._settle_status(key, raw, settled, jlog)
+            self.conflicts.remember(key, uid, {**held, **found})
+            settled = self._plan(job, {**held, **found})  # the stores hold the answers
+            posted = self._settle_status(key, raw, settled, jlog)
+        later = [e for e in settled.events if e not in the_plan.events]
+        self._record(raw, [*the_plan.events, *later], posted)
         return settled.requeue_after
 
-    def _plan(self, job: Job) -> Plan:
+    def _plan(self, job: Job, held: Held) -> Plan:
         children = [
             o for store in self.child_stores.values() for o in store.owned_by(job.metadata.uid)
         ]
         try:
             return plan(
                 job,
-                Observed.of(children, self.absent_kinds),
+                Observed.of(children, self.absent_kinds, held),
                 self.clock(),
                 self.manager.hooks_for(job.kind),
             )
         except Exception as exc:  # the planner or a plugin hook failed: pure code, no retry
             raise CannotHandle(str(exc)) from exc
 
-    def _settle_status(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
-        if the_plan.status_changed:
-            self._write_status(key, raw, dump(the_plan.status))
-            if the_plan.status.phase != (raw.get("status") or {}).get("phase"):
-                jlog.info("phase %s", the_plan.status.phase)
+    def _settle_status(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> list[Event]:
+        """Write the Plan's status if it changed; the Events posted before it (the verdict's)."""
+        if not the_plan.status_changed:
+            return []
+        phase = (raw.get("status") or {}).get("phase")
+        posted: list[Event] = []
+        if the_plan.status.finished and phase not in FINISHED_PHASES:
+            for event in the_plan.events:
+                self.events.post(raw, event)
+                posted.append(event)
+        self._write_status(key, raw, dump(the_plan.status))
+        if the_plan.status.phase != phase:
+            jlog.info("phase %s", the_plan.status.phase)
+        return posted
 
-    def _apply(self, namespace: str, raw: Obj, the_plan: Plan, jlog: JobLog) -> None:
-        """Deletions, updates, creations and events of the Plan (not its status)."""
+    def _apply(self, namespace: str, the_plan: Plan, jlog: JobLog, found: Held) -> None:
+        """Deletions, updates and creations of the Plan (not its status, not its events);
+        names held by objects the job does not control go into `found`."""
         for ref in the_plan.delete:
             self._delete(namespace, ref)
         for obj in the_plan.update:
             self._update(namespace, obj)
-        self._create_all(namespace, [o for o in the_plan.create if o["kind"] != "Pod"])
-        self._create_all(namespace, [o for o in the_plan.create if o["kind"] == "Pod"])
-        for event in the_plan.events:
-            self.events.record(raw, event)
+        self._create_all(namespace, [o for o in the_plan.create if o["kind"] != "Pod"], found)
+        self._create_all(namespace, [o for o in the_plan.create if o["kind"] == "Pod"], found)
         if the_plan.create:
-            jlog.info("created %d object(s)", len(the_plan.create))
+            jlog.info("created %d object(s)", len(the_plan.create) - len(found))
+
+    def _record(self, raw: Obj, events: Sequence[Event], posted: list[Event]) -> None:
+        for event in events:
+            if event not in posted:
+                self.events.record(raw, event)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -208,31 +240,43 @@ class Reconciler:
     def _resource(self, kind: str) -> Resource:
         return CHILD_RESOURCES[kind]
 
-    def _create_all(self, namespace: str, objs: list[Obj]) -> None:
-        """Create `objs` at once; the first error once every request has ended."""
+    def _create_all(self, namespace: str, objs: list[Obj], found: Held) -> None:
+        """Create `objs` at once; the first error once every request has ended. Names held by
+        objects the job does not control go into `found`."""
         if self.creator is None or len(objs) < 2:
-            for obj in objs:
-                self._create(namespace, obj)
-            return
-        futures = [self.creator.submit(self._create, namespace, obj) for obj in objs]
-        errors = [e for e in (f.exception() for f in futures) if e is not None]
-        if errors:
-            raise errors[0]
+            outcomes = [self._create(namespace, obj) for obj in objs]
+        else:
+            futures = [self.creator.submit(self._create, namespace, obj) for obj in objs]
+            errors = [e for e in (f.exception() for f in futures) if e is not None]
+            outcomes = [f.result() for f in futures if f.exception() is None]
+            if errors:
+                found.update(o for o in outcomes if o is not None)
+                raise errors[0]
+        found.update(o for o in outcomes if o is not None)
 
-    def _create(self, namespace: str, obj: Obj) -> None:
-        resource = self._resource(obj["kind"])
+    def _create(self, namespace: str, obj: Obj) -> tuple[tuple[str, str], str] | None:
+        """Create `obj`; its (kind, name) and holder if an object this job does not control
+        already has the name."""
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        resource = self._resource(kind)
         body = fill_generated_secret(obj)
         try:
             answer = self.transport.request("POST", resource.path(namespace), body=body)
         except ApiError as exc:
-            if exc.status == 409:  # AlreadyExists: an earlier attempt made it
-                return
-            if refused_for_good(exc):
-                raise ChildRejected(obj, exc) from exc
-            raise
-        store = self._store_for(obj["kind"])
+            if exc.status != 409:
+                if refused_for_good(exc):
+                    raise ChildRejected(obj, exc) from exc
+                raise
+            existing = self.conflicts.lookup(namespace, kind, name)
+            if existing is None:
+                raise  # gone since: the retry creates it
+            if Store.owner_uid(existing) != Store.owner_uid(obj):
+                return (kind, name), controller_of(existing)
+            answer = existing  # an earlier attempt made it
+        store = self._store_for(kind)
         if store is not None:
             store.put(answer)
+        return None
 
     def _update(self, namespace: str, obj: Obj) -> None:
         resource = self._resource(obj["kind"])

@@ -1,4 +1,5 @@
-"""HTTP endpoints: `/metrics` (Prometheus), `/healthz` (alive), `/readyz` (caches synced)."""
+"""HTTP endpoints: `/metrics` (Prometheus), `/healthz` (every controller thread alive),
+`/readyz` (caches synced)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def serve(
     address: str,
     registry: CollectorRegistry | None,
     ready: Callable[[], bool],
+    healthy: Callable[[], bool],
 ) -> ThreadingHTTPServer | None:
     host, port = parse_address(address)
     if port == 0:
@@ -31,7 +33,8 @@ def serve(
             if self.path == "/metrics" and registry is not None:
                 self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
-                self._send(200, b"ok\n", "text/plain")
+                ok = healthy()
+                self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n", "text/plain")
             elif self.path == "/readyz":
                 ok = ready()
                 self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n", "text/plain")

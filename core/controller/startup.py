@@ -54,10 +54,11 @@ def listen(
     flag: str,
     registry: CollectorRegistry | None,
     ready: Callable[[], bool],
+    healthy: Callable[[], bool],
 ) -> ThreadingHTTPServer | None:
     """`serve` the endpoint, or a StartupError naming the flag to change."""
     try:
-        return serve(address, registry, ready)
+        return serve(address, registry, ready, healthy)
     except ValueError:
         raise StartupError(
             f"{flag} {address!r} is not an address: write host:port or :port (port 0 disables"

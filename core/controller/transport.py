@@ -2,6 +2,15 @@
 request metrics. Objects stay plain JSON dicts: building the kubernetes client's model classes
 for every pod would cost more CPU than the whole reconcile.
 
+Connections have TCP keepalive, so a peer that vanished without a word (a host that died, a
+network cut) is noticed in about half a minute even on an idle stream. A `fence` refuses every
+write once it says so (a replica whose Lease may have passed to another). It is asked right
+before each piece of the request goes to the socket, so no queue, limiter, pool or connect wait,
+and no freeze of the process (SIGSTOP) between two sends, can carry a write past it: a request
+stopped half-way is dropped with its connection, and the server never acts on it. The user
+agent names the replica (`t9k-jobs-operator/<version> (<identity>)`), so the API server's audit
+log tells replicas apart.
+
 The kubernetes client package is used only to read kubeconfig / in-cluster configuration.
 """
 
@@ -9,19 +18,31 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from t9kjobs.controller.decoding import loads
 
-__all__ = ["ApiError", "RateLimiter", "Transport", "default_namespace", "load_configuration"]
+__all__ = [
+    "ApiError",
+    "Fenced",
+    "RateLimiter",
+    "Transport",
+    "default_namespace",
+    "load_configuration",
+    "user_agent",
+]
 
 Obj = dict[str, Any]
 
@@ -36,6 +57,58 @@ class ApiError(Exception):
     @property
     def reason(self) -> str:
         return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
+
+
+class Fenced(Exception):
+    """A write the fence refused: this replica may no longer be the leader."""
+
+
+def user_agent(identity: str = "") -> str:
+    """`t9k-jobs-operator/<version>`, with `(<identity>)` when one is given."""
+    try:
+        release = version("t9k-jobs")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        release = "dev"
+    return f"t9k-jobs-operator/{release}" + (f" ({identity})" if identity else "")
+
+
+# Probe an idle connection after 15 s, then every 5 s; 3 unanswered probes close it (~30 s).
+KEEPALIVE = [
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 15),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
+]
+
+
+# The fence of the write this thread is sending, if any (read by the connections below).
+_sending = threading.local()
+
+
+class _FencedHTTPConnection(HTTPConnection):
+    def send(self, data: Any) -> None:
+        _check_fence()
+        super().send(data)
+
+
+class _FencedHTTPSConnection(HTTPSConnection):
+    def send(self, data: Any) -> None:
+        _check_fence()
+        super().send(data)
+
+
+class _FencedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _FencedHTTPConnection
+
+
+class _FencedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _FencedHTTPSConnection
+
+
+def _check_fence() -> None:
+    fence: Callable[[], bool] | None = getattr(_sending, "fence", None)
+    if fence is not None and not fence():
+        raise Fenced("write refused: this replica may have lost its Lease")
 
 
 def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
@@ -102,10 +175,15 @@ class Transport:
         burst: int = 100,
         pool_size: int = 32,
         on_request: RequestHook | None = None,
+        identity: str = "",
     ) -> None:
         self._cfg = cfg
         self._host = cfg.host.rstrip("/")
-        kwargs: dict[str, Any] = {"maxsize": pool_size, "block": False}
+        kwargs: dict[str, Any] = {
+            "maxsize": pool_size,
+            "block": False,
+            "socket_options": HTTPConnection.default_socket_options + KEEPALIVE,
+        }
         if cfg.verify_ssl:
             kwargs["cert_reqs"] = "CERT_REQUIRED"
             if cfg.ssl_ca_cert:
@@ -119,14 +197,18 @@ class Transport:
         if getattr(cfg, "tls_server_name", None):
             kwargs["server_hostname"] = cfg.tls_server_name
         self._pool = urllib3.PoolManager(**kwargs)
+        self._pool.pool_classes_by_scheme = {"http": _FencedHTTPPool, "https": _FencedHTTPSPool}
         self.limiter = RateLimiter(qps, burst)
         self._on_request = on_request
         self.impersonate: str | None = None
+        self.user_agent = user_agent(identity)
+        # Called right before each write goes out; False refuses it (`Fenced`).
+        self.fence: Callable[[], bool] | None = None
 
     def _headers(
         self, content_type: str | None, accept: str = "application/json"
     ) -> dict[str, str]:
-        headers = {"Accept": accept, "User-Agent": "t9k-jobs-operator"}
+        headers = {"Accept": accept, "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         token = self._cfg.get_api_key_with_prefix(
@@ -152,19 +234,26 @@ class Transport:
         content_type: str = "application/json",
         timeout: float = 30.0,
         accept: str = "application/json",
+        total: float | None = None,
     ) -> Obj:
         """One API call; the decoded JSON answer, or ApiError for a status >= 400. `accept`
-        may ask for another form of the answer (a Table: `application/json;as=Table;...`)."""
+        may ask for another form of the answer (a Table: `application/json;as=Table;...`).
+        `timeout` bounds each wait for the server; `total` the whole call, connecting
+        included."""
         self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
-        response = self._pool.request(
-            method,
-            self._url(path, query),
-            body=data,
-            headers=self._headers(content_type if data is not None else None, accept),
-            timeout=urllib3.Timeout(connect=10.0, read=timeout),
-            retries=False,
-        )
+        _sending.fence = self.fence if method != "GET" else None
+        try:
+            response = self._pool.request(
+                method,
+                self._url(path, query),
+                body=data,
+                headers=self._headers(content_type if data is not None else None, accept),
+                timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
+                retries=False,
+            )
+        finally:
+            _sending.fence = None
         if self._on_request is not None:
             self._on_request(method, path, response.status)
         try:
@@ -176,7 +265,8 @@ class Transport:
         return decoded if isinstance(decoded, dict) else {}
 
     def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
-        """A watch: one decoded event per line until the server closes it or `timeout`."""
+        """A watch: one decoded event per line until the server closes it, or until no byte
+        came for `timeout` seconds (a stream that died without a word)."""
         for line in self.lines(path, query, timeout, verb="WATCH"):
             if line.strip():
                 yield loads(line)
@@ -185,7 +275,8 @@ class Transport:
         self, path: str, query: dict[str, Any], timeout: float, verb: str = "GET"
     ) -> Iterator[bytes]:
         """The answer's lines as they arrive (a watch, a followed log), without their newline;
-        a last line without one too. ApiError for a status >= 400."""
+        a last line without one too; `timeout` bounds each wait for a byte. ApiError for a
+        status >= 400."""
         self.limiter.acquire()
         response = self._pool.request(
             "GET",

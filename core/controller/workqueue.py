@@ -59,11 +59,19 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._delayed, (due, self._seq, key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K) -> float:
+        """Add `key` after its backoff (doubling with each failure in a row); the delay."""
         with self._cond:
             n = self._failures.get(key, 0)
             self._failures[key] = n + 1
-        self.add_after(key, min(self._base * (2**n), self._max))
+        delay: float = min(self._base * 2.0**n, self._max)
+        self.add_after(key, delay)
+        return delay
+
+    def failures(self, key: K) -> int:
+        """How many times in a row `key` failed (since its last `forget`)."""
+        with self._cond:
+            return self._failures.get(key, 0)
 
     def forget(self, key: K) -> None:
         with self._cond:
@@ -84,17 +92,19 @@ class WorkQueue(Generic[K]):
         return self._delayed[0][0] - now if self._delayed else None
 
     def get(self) -> K | None:
-        """The next key to process (blocks); None once the queue is shut down."""
+        """The next key to process (blocks); None once the queue is shut down, even if keys
+        are still queued: a worker that outlives the shutdown (a replica that lost its Lease)
+        must not reconcile anything more."""
         with self._cond:
             while True:
+                if self._shutdown:
+                    return None
                 wait = self._promote_due()
                 if self._queue:
                     key = self._queue.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
-                if self._shutdown:
-                    return None
                 self._cond.wait(timeout=wait)
 
     def done(self, key: K) -> None:

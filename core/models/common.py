@@ -12,9 +12,11 @@ object.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     ConfigDict,
     Field,
@@ -437,14 +439,32 @@ class ElasticConfig(_OneSpelling):
         return n
 
 
+# No `-` in a replica type, and a letter first: a pod name `<job>-<type>-<index>` (or
+# `<job>-<type>` for a kind's single pod) then reads back one way only, so the pods of two jobs
+# of one namespace never share a name (job `a` with type `b-c` and job `a-b` with type `c`
+# would both have a pod `a-b-c-0`).
+_REPLICA_TYPE_PATTERN = r"^[a-z][a-z0-9]*$"
+
+
+def _replica_type(value: str) -> str:
+    if not re.fullmatch(_REPLICA_TYPE_PATTERN, value):
+        raise ValueError(
+            f"{value!r} is not a replica type: lowercase letters and digits, a letter first, no"
+            " '-' (pod names <job>-<type>-<index> must name one pod of one job)"
+        )
+    return value
+
+
 ReplicaType = Annotated[
     str,
     Field(
         min_length=1,
         max_length=30,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="Replica type: a lowercase DNS label; it becomes part of pod names.",
+        json_schema_extra={"pattern": _REPLICA_TYPE_PATTERN},
+        description="Replica type: lowercase letters and digits, a letter first (no `-`); it"
+        " becomes part of pod names.",
     ),
+    AfterValidator(_replica_type),
 ]
 
 

@@ -5,13 +5,27 @@ API reference's spelling), the finished condition is `Completed`. `startTime` an
 `completionTime` are added as batch/v1 Job has them; `activeDeadlineSeconds` counts from
 `startTime`. `replicas[].restartCount` records the restarts of one replica, so that a restart is
 counted exactly once even when the operator dies between counting it and deleting the pod.
+
+Version skew: during a rolling upgrade an older operator may read a status that a newer one
+wrote. What it does not know it writes back as it found it: fields of the status and of a
+condition it has no name for, and conditions of types it has no name for. A phase it does not
+know it recomputes. (Tasks and aggregate are rebuilt on every reconcile, from what this version
+knows.)
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import ConfigDict, Field
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.common import RunModeName
@@ -33,11 +47,55 @@ ConditionType = Literal[
     "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "Degraded"
 ]
 FINISHED_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
+_PHASES: frozenset[str] = frozenset(get_args(JobPhase))
+_TYPES: frozenset[str] = frozenset(get_args(ConditionType))
 
 
 class _StatusModel(ApiModel):
     # Status is ours to write; fields added by a newer operator must not break an older one.
     model_config = ConfigDict(extra="ignore")
+
+
+class _KeepsUnknownFields(_StatusModel):
+    """What a newer version wrote and this one does not know is written back unchanged. It is
+    not in the schema: the CRD prunes what it does not declare, and these are what a newer CRD
+    declares."""
+
+    _unknown_fields: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_unknown(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        data, aside = cls._set_aside(dict(data))
+        model = handler(data)
+        if isinstance(model, _KeepsUnknownFields):
+            known = {info.alias or name for name, info in cls.model_fields.items()}
+            model._unknown_fields = {
+                k: v for k, v in data.items() if k not in known and k not in cls.model_fields
+            }
+            model._keep_aside(aside)
+        return model
+
+    @model_serializer(mode="wrap")
+    def _with_unknown(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict):
+            out = {**self._unknown_fields, **out}
+            self._put_back(out)
+        return out
+
+    @classmethod
+    def _set_aside(cls, data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """Take out of `data` the values this version cannot validate (kept by `_keep_aside`)."""
+        return data, None
+
+    def _keep_aside(self, aside: Any) -> None:
+        """Hold what `_set_aside` took out."""
+
+    def _put_back(self, out: dict[str, Any]) -> None:
+        """Put what `_keep_aside` holds back into the serialised form."""
 
 
 class ContainerStatus(_StatusModel):
@@ -81,7 +139,7 @@ class Aggregate(_StatusModel):
     deleted: int = Field(default=0, description="Replicas whose pod was deleted.")
 
 
-class JobCondition(_StatusModel):
+class JobCondition(_KeepsUnknownFields):
     """One observation of the job's state; lastTransitionTime changes only with `status`."""
 
     type: ConditionType = Field(
@@ -95,8 +153,10 @@ class JobCondition(_StatusModel):
     )
 
 
-class JobStatus(_StatusModel):
+class JobStatus(_KeepsUnknownFields):
     """The status subresource shared by every kind; a kind may extend it (KindInfo.status_model)."""
+
+    _unknown_conditions: list[Any] = PrivateAttr(default_factory=list)
 
     phase: JobPhase | None = Field(
         default=None,
@@ -126,6 +186,25 @@ class JobStatus(_StatusModel):
     run_mode: RunModeName | None = Field(
         default=None, description="The run mode in force: Immediate, Debug or Pause."
     )
+
+    @classmethod
+    def _set_aside(cls, data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """Conditions of types unknown here are set aside; an unknown phase is recomputed."""
+        unknown: list[Any] = []
+        conditions = data.get("conditions")
+        if isinstance(conditions, list):
+            unknown = [c for c in conditions if isinstance(c, dict) and c.get("type") not in _TYPES]
+            data["conditions"] = [c for c in conditions if not any(c is u for u in unknown)]
+        if data.get("phase") is not None and data["phase"] not in _PHASES:
+            del data["phase"]
+        return data, unknown
+
+    def _keep_aside(self, aside: Any) -> None:
+        self._unknown_conditions = list(aside or [])
+
+    def _put_back(self, out: dict[str, Any]) -> None:
+        if self._unknown_conditions:
+            out["conditions"] = [*out.get("conditions", []), *self._unknown_conditions]
 
     @property
     def finished(self) -> bool:

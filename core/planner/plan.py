@@ -11,7 +11,7 @@ restart budget -> keep running (create what is missing, restart what failed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -46,6 +46,9 @@ from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
 __all__ = ["plan"]
 
 _ACTIVE = ("Pending", "Running", "Unknown")
+# While a name the job needs is held by another object, look again this often.
+CONFLICT_RETRY_SECONDS = 10.0
+_FINAL_POD_PHASES = ("Succeeded", "Failed")
 
 
 def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Plan:
@@ -218,9 +221,14 @@ def _finish(
         status, "Completed" if succeeded else "Failed", True, verdict.reason, verdict.message, ts
     )
     deletes = _cleanup(observed, life, deadline=verdict.reason == "DeadlineExceeded")
-    deleted = {d.name for d in deletes}
+    # A pod the cleanup stops while it runs shows Deleted; one that had already ended keeps
+    # its final phase, so the finished job's counts say how its replicas ended.
+    stopped = {
+        d.name for d in deletes if pod_state(pods_by_name.get(d.name)) not in _FINAL_POD_PHASES
+    }
     status.backoff_count = found.backoff_performed
-    _write_replicas(status, pods, pods_by_name, found.performed, deleted)
+    _write_replicas(status, pods, pods_by_name, found.performed, stopped)
+    _replica_failure(status, found.states, ts)
     event = Event("Normal" if succeeded else "Warning", verdict.outcome, verdict.message)
     return _result(before, status, delete=deletes, events=[event])
 
@@ -250,6 +258,8 @@ def _running(
         manifest = desired.manifest
         digest = spec_hash(manifest)
         current = pods_by_name.get(desired.name)
+        if current is None and ("Pod", desired.name) in observed.conflicts:
+            continue  # held by an object this job does not control: see the condition
         if current is None:
             annotations = manifest["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
@@ -292,7 +302,8 @@ def _running(
             continue
         current = observed.get(*key)
         if current is None:
-            aux_creates.append(obj)
+            if key not in observed.conflicts:
+                aux_creates.append(obj)
         elif _needs_update(obj, current):
             updated = dict(obj)
             updated["metadata"] = {
@@ -308,9 +319,18 @@ def _running(
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
         events.append(Event("Normal", "PodsCreated", f"created {names}"))
 
+    conflict = _conflict_message(observed.conflicts)
+    if conflict is not None:
+        initialized = before.condition("Initialized")
+        if initialized is None or initialized.message != conflict:
+            events.append(Event("Warning", "NameConflict", conflict))
+        requeue = min(requeue or CONFLICT_RETRY_SECONDS, CONFLICT_RETRY_SECONDS)
+
     status.backoff_count = found.backoff_count
     _write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
     _phase_and_conditions(status, found.states, pods, pods_by_name, life, ts, resumed, absent)
+    if conflict is not None:
+        set_condition(status, "Initialized", False, "NameConflict", conflict, ts)
     return _result(
         before,
         status,
@@ -368,14 +388,20 @@ def _write_replicas(
     counts: dict[str, int],
     deleted: set[str],
 ) -> None:
+    recorded_by_type = {t.type: t.restart_count for t in status.tasks}
+    recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
     tasks: dict[str, TaskStatus] = {}
     aggregate = Aggregate()
+    new_restarts: dict[str, int] = {}
     for desired in pods:
         pod = pods_by_name.get(desired.name)
         phase = "Deleted" if desired.name in deleted else pod_state(pod)
         task = tasks.setdefault(desired.replica_type, TaskStatus(type=desired.replica_type))
         restarts = counts.get(desired.name, 0)
         task.restart_count += restarts
+        new_restarts[desired.replica_type] = new_restarts.get(desired.replica_type, 0) + max(
+            0, restarts - recorded.get(desired.name, 0)
+        )
         task.replicas.append(
             ReplicaStatus(
                 name=desired.name,
@@ -387,6 +413,14 @@ def _write_replicas(
         )
         field = phase.lower() if phase.lower() in Aggregate.model_fields else "unknown"
         setattr(aggregate, field, getattr(aggregate, field) + 1)
+    # A type's count never goes back: the restarts of replicas scaled away stay counted, and
+    # a type scaled to nothing keeps its entry while it has any.
+    for type_, before in recorded_by_type.items():
+        if type_ in tasks:
+            task = tasks[type_]
+            task.restart_count = max(task.restart_count, before + new_restarts.get(type_, 0))
+        elif before > 0:
+            tasks[type_] = TaskStatus(type=type_, restart_count=before)
     status.tasks = list(tasks.values())
     status.aggregate = aggregate
 
@@ -402,9 +436,10 @@ def _phase_and_conditions(
     absent: list[tuple[str, str]],
 ) -> None:
     all_exist = all(p.name in pods_by_name for p in pods)
+    initialized = status.condition("Initialized")
     if all_exist:
         set_condition(status, "Initialized", True, "PodsCreated", "all pods are created", ts)
-    elif status.condition("Initialized") is None:
+    elif initialized is None or initialized.reason == "NameConflict":
         set_condition(status, "Initialized", False, "CreatingPods", "creating pods", ts)
     if resumed:
         set_condition(status, "Paused", False, "Resumed", "spec.runMode.pause is disabled", ts)
@@ -430,15 +465,7 @@ def _phase_and_conditions(
     else:
         status.phase = "Pending"
 
-    # A replica restarted after a success (policy Always) is not failing.
-    failing = [
-        s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
-    ]
-    if failing:
-        message = "; ".join(s.failure for s in failing)
-        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
-    elif status.condition("ReplicaFailure") is not None:
-        set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+    _replica_failure(status, states, ts)
     if absent:
         kinds = ", ".join(sorted({kind for kind, _ in absent}))
         names = ", ".join(f"{kind}/{name}" for kind, name in sorted(absent))
@@ -462,3 +489,27 @@ def _phase_and_conditions(
             "every dependency exists, the spec is valid and the API server answers",
             ts,
         )
+
+
+def _replica_failure(status: JobStatus, states: list[ReplicaState], ts: str) -> None:
+    """`ReplicaFailure` names every failing replica, in the write that ends a job too."""
+    # A replica restarted after a success (policy Always) is not failing.
+    failing = [
+        s for s in states if s.state == "Failed" or (s.state == "Restarting" and s.exit_code != 0)
+    ]
+    if failing:
+        message = "; ".join(s.failure for s in failing)
+        set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
+    elif status.condition("ReplicaFailure") is not None:
+        set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+
+
+def _conflict_message(conflicts: Mapping[tuple[str, str], str]) -> str | None:
+    """What holds the names the job needs, for its condition and Warning Event."""
+    if not conflicts:
+        return None
+    held = "; ".join(
+        f"{kind} {name} exists and this job does not control it ({holder})"
+        for (kind, name), holder in sorted(conflicts.items())
+    )
+    return f"{held}: not created while it exists"

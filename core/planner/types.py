@@ -40,14 +40,26 @@ class Observed:
     `absent_kinds` lists child kinds whose CRD the cluster does not serve (PodGroup without the
     T9k scheduler, TensorBoard): the planner leaves them out, says so in a condition, and tells
     the `mutate_pod` hooks, so that no pod depends on what is not there.
+
+    `conflicts` names children the job wants whose (kind, name) an object this job does not
+    control already holds, with who controls it: the planner does not create them, and says so
+    in a condition and a Warning Event until they are gone.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
+    conflicts: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, objects: Iterable[Obj], absent_kinds: Iterable[str] = ()) -> Observed:
-        return cls({object_key(o): o for o in objects}, frozenset(absent_kinds))
+    def of(
+        cls,
+        objects: Iterable[Obj],
+        absent_kinds: Iterable[str] = (),
+        conflicts: Mapping[tuple[str, str], str] | None = None,
+    ) -> Observed:
+        return cls(
+            {object_key(o): o for o in objects}, frozenset(absent_kinds), dict(conflicts or {})
+        )
 
     def get(self, kind: str, name: str) -> Obj | None:
         return self.objects.get((kind, name))

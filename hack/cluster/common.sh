@@ -95,3 +95,27 @@ node_bins_present() {
 		[[ -x "$NODE_BIN_DIR/$b" ]] || return 1
 	done
 }
+
+# cluster_start NAME COMMAND...: run COMMAND in its own session (a Ctrl-C of the caller does not
+# reach it), output appended to logs/NAME.log, pid in pids/NAME.pid (written by the process
+# itself before it execs the binary), command line in pids/NAME.cmd (for restart.sh).
+cluster_start() {
+	local name=$1 d="$T9KJOBS_CLUSTER_DIR" i
+	shift
+	rm -f "$d/pids/$name.pid"
+	printf '%s\0' "$@" >"$d/pids/$name.cmd"
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$d/pids/$name.pid" "$@" \
+		</dev/null >>"$d/logs/$name.log" 2>&1 8>&- &
+	for i in $(seq 50); do [[ -s "$d/pids/$name.pid" ]] && break; sleep 0.1; done
+	cluster_log "started $name (pid $(cat "$d/pids/$name.pid"))"
+}
+
+# cluster_pid NAME: the pid of NAME when it is alive and is ours (its command line names the
+# cluster dir: every component gets a path in it as an argument), so that a recycled pid is
+# never signalled.
+cluster_pid() {
+	local d="$T9KJOBS_CLUSTER_DIR" pid
+	pid=$(cat "$d/pids/$1.pid" 2>/dev/null) || return 1
+	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null &&
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$d" && echo "$pid"
+}

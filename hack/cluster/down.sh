@@ -14,15 +14,11 @@ if [[ -z "${T9KJOBS_DOWN_NOLOCK:-}" ]]; then
 	flock 8
 fi
 
-# stop NAME: SIGTERM, then SIGKILL after 15 s. Only a pid whose command line names our
-# cluster dir (every component gets a path in it as an argument) is signalled, so a
-# recycled pid is never hit.
+# stop NAME: SIGTERM, then SIGKILL after 15 s; only a pid of ours (cluster_pid).
 stop() {
 	local name=$1 f="$D/pids/$1.pid" pid i
 	[[ -f "$f" ]] || return 0
-	pid=$(cat "$f")
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$D"; then
+	if pid=$(cluster_pid "$name"); then
 		kill -TERM "$pid" 2>/dev/null || true
 		for i in $(seq 150); do
 			kill -0 "$pid" 2>/dev/null || break
@@ -35,7 +31,7 @@ stop() {
 		fi
 		cluster_log "stopped $name (pid $pid)"
 	fi
-	rm -f "$f"
+	rm -f "$f" "$D/pids/$name.cmd"
 }
 # The real node first (node/start.sh), while the API server still answers kubelet.
 if [[ -d "$D/node" ]]; then

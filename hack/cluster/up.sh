@@ -205,17 +205,8 @@ MODE=$MODE
 EOF
 
 # ---------------------------------------------------------------- processes
-# start NAME BINARY ARGS...: own session (so a Ctrl-C of the caller does not reach it),
-# pid file written by the process itself before it execs the binary.
-start() {
-	local name=$1
-	shift
-	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$D/pids/$name.pid" "$@" \
-		</dev/null >"$D/logs/$name.log" 2>&1 8>&- &
-	local i
-	for i in $(seq 50); do [[ -s "$D/pids/$name.pid" ]] && break; sleep 0.1; done
-	cluster_log "started $name (pid $(cat "$D/pids/$name.pid"))"
-}
+# start NAME BINARY ARGS...: see cluster_start (common.sh).
+start() { cluster_start "$@"; }
 alive() {
 	local pid
 	pid=$(cat "$D/pids/$1.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null
@@ -249,7 +240,10 @@ etcd_healthy() { python3 -c 'import sys,urllib.request; sys.exit(0 if b"true" in
 wait_for "etcd on 127.0.0.1:$P_ETCD" etcd etcd_healthy
 
 # Opt-in audit log: what a service account really asks of the API server (to check an RBAC role
-# against it). Metadata level, and nothing of kube-system's controllers, so it stays small.
+# against it), and every write made with the admin certificate (operators started by tests
+# use it; each replica names itself in its user agent), with the Lease writes' bodies (who took
+# the Lease): the chaos tier checks from it that no replica wrote after losing the Lease.
+# Metadata level, and nothing of kube-system's controllers or kwok, so it stays small.
 AUDIT_ARGS=()
 if [[ ${T9KJOBS_AUDIT:-} == 1 ]]; then
 	cat >"$D/audit-policy.yaml" <<EOF
@@ -261,6 +255,13 @@ rules:
   userGroups: ["system:serviceaccounts:kube-system"]
 - level: Metadata
   userGroups: ["system:serviceaccounts"]
+- level: Request
+  users: ["t9kjobs-admin"]
+  verbs: ["create", "update", "patch"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+  users: ["t9kjobs-admin"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 EOF
 	AUDIT_ARGS=(--audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log")

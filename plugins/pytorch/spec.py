@@ -88,7 +88,8 @@ class PyTorchReplicaSpec(ReplicaSpec):
 
     type: ReplicaType = Field(
         description="Replica type: `master` (rank 0, exactly 1 replica), `worker`, or any other"
-        " lowercase DNS label (`node`, `ps`). It becomes part of pod names."
+        " name of lowercase letters and digits, a letter first (`node`, `ps`). It becomes part"
+        " of pod names."
     )
     restart_policy: RestartPolicyType = Field(
         default="Never",

@@ -11,37 +11,18 @@ Every test here is marked ``e2e``; deselect them with ``-m "not e2e"``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster import Cluster, cluster_dir, fresh_namespace, local_cluster
+from tests.cluster import Cluster, fresh_namespace, kwok_tier
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "e2e: end-to-end test against the local kwok control plane (hack/cluster)"
-    )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    e2e_dir = Path(__file__).parent
-    for item in items:
-        if e2e_dir in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.e2e)
-
-
-@pytest.fixture(scope="package")
-def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
-    """The KWOK cluster: reused when already running, else built (if needed) and started."""
-    # The audit log lets tests see the requests a client made (the RBAC minimality check).
-    env = {"T9KJOBS_AUDIT": "1", **os.environ}
-    if env.get("T9KJOBS_NODES") == "real":  # that is for tests/real; here the default 4 KWOK nodes
-        del env["T9KJOBS_NODES"]
-    with local_cluster(pytestconfig, cluster_dir(), "kwok", env) as started:
-        yield started
+pytest_configure, pytest_collection_modifyitems, cluster = kwok_tier(
+    "e2e",
+    "end-to-end test against the local kwok control plane (hack/cluster)",
+    Path(__file__).parent,
+)
 
 
 @pytest.fixture

@@ -131,5 +131,61 @@ def test_cleanup_policy_applies_however_the_job_ends(how: str, policy: str) -> N
     assert finished is not None and finished.reason == REASON[how]
     assert {d.name for d in p.delete} == CLEANUP[(how, policy)]
     phases = {r.name: r.phase for t in p.status.tasks for r in t.replicas}
-    assert {n for n, phase in phases.items() if phase == "Deleted"} == CLEANUP[(how, policy)]
+    # A pod stopped by the cleanup shows Deleted; one that had ended keeps its final phase,
+    # deleted or not, so that the finished job's counts say how its replicas ended.
+    ended = {"tiny-worker-0"} | (RUNNING if how == "success" else set())
+    assert {n for n, phase in phases.items() if phase == "Deleted"} == CLEANUP[
+        (how, policy)
+    ] - ended
+    assert phases["tiny-worker-0"] == ("Failed" if how in ("failure", "backoff") else "Succeeded")
+    aggregate = p.status.aggregate
+    assert (aggregate.succeeded, aggregate.failed) == {
+        "success": (2, 0),
+        "failure": (0, 1),
+        "backoff": (0, 1),
+        "deadline": (1, 0),
+    }[how]
     assert not sim.step().delete  # applied again on the finished job: nothing more
+
+
+def test_the_failure_that_ends_a_job_is_in_its_replica_failure_condition() -> None:
+    sim = Sim(tiny_job(replicas=2, restart="Never"))
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    sim.set("tiny-worker-1", "Failed", 3)
+    p = sim.step()  # the failure is seen and ends the job in the same reconcile
+    assert p.status.phase == "Failed"
+    failure = p.status.condition("ReplicaFailure")
+    assert failure is not None and failure.status == "True"
+    assert failure.message == "tiny-worker-1 failed with exit code 3 (container main)"
+
+
+def test_a_replica_failure_condition_names_the_failure_that_ended_the_job() -> None:
+    sim = Sim(tiny_job(replicas=2, restart="ExitCode", run_policy={"backoffLimit": 5}))
+    sim.step()
+    sim.set("tiny-worker-0", "Failed", 137)  # retried: ReplicaFailure names worker-0
+    sim.set("tiny-worker-1", "Running")
+    sim.step()
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    assert sim.step().status.condition("ReplicaFailure").status == "False"  # type: ignore[union-attr]
+    sim.set("tiny-worker-1", "Failed", 2)  # not retried: the job fails
+    p = sim.step()
+    failure = p.status.condition("ReplicaFailure")
+    assert p.status.phase == "Failed" and failure is not None
+    assert (failure.status, failure.message) == (
+        "True",
+        "tiny-worker-1 failed with exit code 2 (container main)",
+    )
+
+
+def test_a_finished_job_keeps_the_counts_of_the_pods_its_cleanup_deleted() -> None:
+    sim = Sim(tiny_job(replicas=2, run_policy={"cleanUpPolicy": "All"}))
+    sim.step()
+    sim.set("tiny-worker-0", "Succeeded")
+    sim.set("tiny-worker-1", "Succeeded")
+    p = sim.step()
+    assert {d.name for d in p.delete} == {"tiny-worker-0", "tiny-worker-1"}
+    sim.step()  # the pods are gone: a finished job's status does not move
+    assert sim.status["aggregate"]["succeeded"] == 2
+    assert {r["phase"] for t in sim.status["tasks"] for r in t["replicas"]} == {"Succeeded"}

@@ -217,3 +217,21 @@ def test_every_step_of_a_restart_can_be_replayed_without_counting_twice() -> Non
     assert [o["metadata"]["name"] for o in p.create] == ["tiny-worker-0"]
     again = sim.plan()  # the create is replayed: nothing more to do
     assert not again.create and not again.delete and again.status.backoff_count == 1
+
+
+def test_a_types_restart_count_never_goes_back_when_it_scales_down() -> None:
+    sim = Sim(tiny_job(replicas=3, restart="OnFailure", run_policy={"backoffLimit": 9}))
+    sim.step()
+    sim.set("tiny-worker-2", "Failed", 1)
+    sim.step()  # restart 1 recorded, the pod deleted
+    sim.step()  # and created again
+    assert sim.status["tasks"][0]["restartCount"] == 1
+    sim.manifest["spec"]["replicaSpecs"][0]["replicas"] = 2  # worker-2 scaled away
+    p = sim.step()
+    assert [d.name for d in p.delete] == ["tiny-worker-2"]
+    assert p.status.tasks[0].restart_count == 1 and p.status.backoff_count == 1
+    sim.set("tiny-worker-0", "Failed", 1)
+    assert sim.step().status.tasks[0].restart_count == 2  # and later restarts add to it
+    sim.manifest["spec"]["replicaSpecs"][0]["replicas"] = 0  # the whole type scaled away
+    p = sim.step()
+    assert [(t.type, t.restart_count, t.replicas) for t in p.status.tasks] == [("worker", 2, [])]

@@ -107,7 +107,9 @@ def test_a_failed_job_says_so_in_a_warning() -> None:
     p = sim.step()
     message = "tiny-worker-0 failed with exit code 2"
     assert p.events == (Event("Warning", "Failed", message),)
-    assert conditions(sim)[-1] == ("Failed", "True", "ReplicaFailed", message, T.format(0))
+    *_, failed, replica_failure = conditions(sim)
+    assert failed == ("Failed", "True", "ReplicaFailed", message, T.format(0))
+    assert replica_failure[:3] == ("ReplicaFailure", "True", "ReplicaFailed")
 
 
 def test_every_failing_replica_is_named() -> None:

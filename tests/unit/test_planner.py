@@ -340,3 +340,44 @@ def test_pods_marked_stop_when_finished_are_deleted_whatever_the_policy() -> Non
     p = sim.step()
     assert p.status.phase == "Failed"  # cleanUpPolicy None, yet the sshd-like pod goes
     assert [d.name for d in p.delete] == ["tiny-worker-1"]
+
+
+def test_a_name_held_by_another_object_is_not_created_and_is_reported_once() -> None:
+    sim = Sim(tiny_job(replicas=2))
+    held = {("Pod", "tiny-worker-1"): "its controller is TinyJob tiny (uid old)"}
+
+    def step() -> Plan:
+        job = parse_job(sim.manifest, sim.manager)
+        p = plan(
+            job, Observed(dict(sim.objects), conflicts=held), sim.now, sim.manager.hooks_for(KIND)
+        )
+        sim.manifest["status"] = dump(p.status)
+        sim.objects = apply_plan(sim.objects, p)
+        return p
+
+    p = step()
+    assert _pods(p) == ["tiny-worker-0"]
+    message = (
+        "Pod tiny-worker-1 exists and this job does not control it (its controller is TinyJob"
+        " tiny (uid old)): not created while it exists"
+    )
+    initialized = p.status.condition("Initialized")
+    assert initialized is not None
+    assert (initialized.status, initialized.reason, initialized.message) == (
+        "False",
+        "NameConflict",
+        message,
+    )
+    assert [(e.type, e.reason, e.message) for e in p.events] == [
+        ("Normal", "PodsCreated", "created tiny-worker-0"),
+        ("Warning", "NameConflict", message),
+    ]
+    assert p.requeue_after == 10.0  # looked at again: the holder may go without a word
+    step()
+    again = step()  # nothing new: nothing to do, nothing to say
+    assert not again.create and not again.events and not again.status_changed
+    held.clear()
+    sim.now = NOW + timedelta(seconds=5)
+    p = step()  # the name is free: created, and the condition says so
+    assert _pods(p) == ["tiny-worker-1"]
+    assert p.status.condition("Initialized").reason == "CreatingPods"  # type: ignore[union-attr]

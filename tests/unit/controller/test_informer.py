@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from t9kjobs.controller.informer import Informer
+from t9kjobs.controller.informer import Informer, Store
 from t9kjobs.controller.resources import CHILD_RESOURCES
 from t9kjobs.controller.transport import ApiError
 
@@ -25,9 +25,11 @@ class ScriptedTransport:
         self.lists = lists
         self.watches = watches
         self.watched_from: list[str] = []
+        self.listed_with: list[dict[str, Any]] = []
         self.done = threading.Event()
 
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:
+        self.listed_with.append({k: v for k, v in kwargs["query"].items() if v is not None})
         return self.lists.pop(0)
 
     def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
@@ -40,6 +42,20 @@ class ScriptedTransport:
         if isinstance(script, ApiError):
             raise script
         yield from script
+
+
+def run_out(transport: ScriptedTransport) -> tuple[Informer, list[tuple[str, str]]]:
+    """An informer of pods run until its scripts are spent; the events it handed out."""
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    return informer, events
 
 
 def test_watch_resumes_and_relists_after_410() -> None:
@@ -56,15 +72,7 @@ def test_watch_resumes_and_relists_after_410() -> None:
             [{"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}],
         ],
     )
-    events: list[tuple[str, str]] = []
-    informer = Informer(
-        transport,  # type: ignore[arg-type]
-        CHILD_RESOURCES["Pod"],
-        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
-    )
-    informer.start()
-    assert transport.done.wait(5)
-    informer.stop()
+    informer, events = run_out(transport)
     # Listed at 10; the first watch resumed from the list, the second from the bookmark; after
     # 410 a new list, and the watch resumed from that list's version.
     assert transport.watched_from == ["10", "15", "30"]
@@ -78,3 +86,39 @@ def test_watch_resumes_and_relists_after_410() -> None:
     ]
     assert sorted(o["metadata"]["name"] for o in informer.store.all()) == ["a", "c"]
     assert informer.store.get("ns", "a")["metadata"]["resourceVersion"] == "25"  # type: ignore[index]
+
+
+def test_a_relist_never_takes_the_store_back_in_time() -> None:
+    # Listed empty at 10; the watch brings `a` at 20; then 410, and the list that follows is
+    # older than what the store holds (15: a cache that lags, or a list racing our own write).
+    transport = ScriptedTransport(
+        lists=[
+            {"metadata": {"resourceVersion": "10"}, "items": []},
+            {"metadata": {"resourceVersion": "15"}, "items": []},
+        ],
+        watches=[
+            [
+                {"type": "ADDED", "object": pod("a", "20")},
+                {"type": "ERROR", "object": {"code": 410, "reason": "Expired"}},
+            ],
+            [{"type": "ADDED", "object": pod("a", "20")}],  # the watch from 15 sees it again
+        ],
+    )
+    informer, events = run_out(transport)
+    # Consistent reads: no resourceVersion, never "0" (whatever the server's cache holds).
+    assert transport.listed_with == [{}, {}]
+    assert informer.store.get("ns", "a") is not None  # not forgotten, not refused after
+    assert ("DELETED", "a") not in events
+
+
+def test_a_relist_keeps_what_is_newer_than_the_listing() -> None:
+    store = Store()
+    store.put(pod("written", "20"))  # the answer to one of our creations, after the listing
+    store.put(pod("changed", "18"))  # a watch event newer than the listing
+    store.put(pod("deleted", "9"))
+    listed = [pod("changed", "12"), pod("new", "14")]
+    changed, gone = store.replace(listed, None, "15")
+    assert [o["metadata"]["name"] for o in changed] == ["new"]
+    assert [o["metadata"]["name"] for o in gone] == ["deleted"]
+    assert store.get("ns", "changed")["metadata"]["resourceVersion"] == "18"  # type: ignore[index]
+    assert store.get("ns", "written") is not None

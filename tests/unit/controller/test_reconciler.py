@@ -18,6 +18,7 @@ from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
+from tests.unit.podsim import set_phase
 
 from .fake_transport import FakeTransport
 
@@ -168,18 +169,147 @@ def test_a_refused_pod_fails_the_reconcile_once_the_others_are_created(
     assert fake.posted("events") == []  # the Plan's events wait for a reconcile that succeeds
 
 
-def test_already_existing_pods_are_not_an_error(
+def already_exists(path: str) -> ApiError:
+    return ApiError(409, {"message": f"{path} already exists", "reason": "AlreadyExists"})
+
+
+def test_already_existing_pods_of_the_job_are_not_an_error(
     manager: PluginManager, creator: ThreadPoolExecutor
 ) -> None:
-    def exists(method: str, path: str, body: Any) -> None:
+    def made_by_an_earlier_attempt(method: str, path: str, body: Any) -> None:
         if method == "POST" and path.endswith("/pods"):
-            raise ApiError(409, {"message": "already exists", "reason": "AlreadyExists"})
+            fake.hold(path, body)
+            raise already_exists(path)
 
-    fake = FakeTransport(before=exists)
-    the_reconciler, recorder, _ = reconciler(manager, fake, creator)
+    fake = FakeTransport(before=made_by_an_earlier_attempt)
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
     the_reconciler.reconcile(KEY)
     recorder.close()
     assert len(fake.posted("pods")) == 1 + WORKERS
+    assert len(children["Pod"].owned_by("job-uid")) == 1 + WORKERS  # known to be the job's
+    [status] = status_writes(fake)
+    assert initialized(status) == ("True", "PodsCreated")
+
+
+def foreign(name: str, owner_uid: str | None) -> dict[str, Any]:
+    """A pod named `name` that job `mnist` does not control."""
+    refs = [{"kind": "PyTorchTrainingJob", "name": "mnist", "uid": owner_uid, "controller": True}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "uid": "other-pod",
+            "resourceVersion": "7",
+        }
+        | ({"ownerReferences": refs} if owner_uid else {}),
+    }
+
+
+def test_a_name_held_by_an_object_the_job_does_not_control_is_a_conflict(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    fake = FakeTransport()
+    pods = "/api/v1/namespaces/team-a/pods"
+    # The leftover of a deleted job of the same name, not yet garbage-collected.
+    fake.existing[(pods, "mnist-worker-1")] = foreign("mnist-worker-1", "old-job-uid")
+
+    def exists(method: str, path: str, body: Any) -> None:
+        if method == "POST" and (path, body["metadata"]["name"]) in fake.existing:
+            raise already_exists(path)
+
+    fake.before = exists
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    assert the_reconciler.reconcile(KEY) == 10.0  # looked at again
+    recorder.close()
+    created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
+    assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
+    [status] = status_writes(fake)
+    condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    message = (
+        "Pod mnist-worker-1 exists and this job does not control it (its controller is"
+        " PyTorchTrainingJob mnist (uid old-job-uid)): not created while it exists"
+    )
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "NameConflict",
+        message,
+    )
+    events = [(b["type"], b["reason"], b["message"]) for b in fake.posted("events")]
+    assert events[-1] == ("Warning", "NameConflict", message)
+    assert ("Normal", "PodsCreated", "created mnist-worker-1") not in events
+
+    # Reconciled again while the leftover exists: no POST of it, no new write, no new Event.
+    jobs = the_reconciler.job_stores[KIND]
+    jobs.put({**JOB, "metadata": {**JOB["metadata"], "resourceVersion": "2"}, "status": status})
+    posts, writes = len(fake.posted("pods")), len(status_writes(fake))
+    recorder = the_reconciler.events = EventRecorder(fake.as_transport())
+    the_reconciler.reconcile(KEY)
+    assert len(fake.posted("pods")) == posts and len(status_writes(fake)) == writes
+
+    # The garbage collector removes it: the pod is created and the condition clears.
+    del fake.existing[(pods, "mnist-worker-1")]
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    assert fake.posted("pods")[-1]["metadata"]["name"] == "mnist-worker-1"
+    assert initialized(status_writes(fake)[-1]) == ("True", "PodsCreated")
+    assert [b["reason"] for b in fake.posted("events")].count("NameConflict") == 1
+
+
+def test_an_object_without_a_controller_holds_its_name_too(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    fake = FakeTransport()
+    fake.existing[("/api/v1/namespaces/team-a/pods", "mnist-master-0")] = foreign(
+        "mnist-master-0", None
+    )
+    fake.before = lambda method, path, body: (
+        _raise(already_exists(path))
+        if method == "POST" and body["metadata"].get("name") == "mnist-master-0"
+        else None
+    )
+    the_reconciler, recorder, _ = reconciler(manager, fake, creator)
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    [status] = status_writes(fake)
+    condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    assert condition["reason"] == "NameConflict"
+    assert (
+        "Pod mnist-master-0 exists and this job does not control it (it has no controller)"
+        in (condition["message"])
+    )
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
+
+
+def test_the_events_of_both_plans_are_posted_and_the_verdicts_before_its_status(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    def master_ends_meanwhile(method: str, path: str, body: Any) -> None:
+        # While the pods are created, the watch reports the master's success: the status
+        # planned after the creations is the verdict.
+        if method == "POST" and body["metadata"].get("name") == "mnist-master-0":
+            ended = set_phase({**body, "metadata": {**body["metadata"], "uid": "m"}}, "Succeeded")
+            ended["metadata"]["resourceVersion"] = "5"
+            children["Pod"].put(ended)
+
+    fake = FakeTransport(before=master_ends_meanwhile)
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    [status] = status_writes(fake)
+    assert status["phase"] == "Succeeded"
+    reasons = [b["reason"] for b in fake.posted("events")]
+    assert sorted(reasons) == ["PodsCreated", "Succeeded"]
+    order = [
+        "status" if p.endswith("/status") else b["reason"]
+        for m, p, b in fake.requests
+        if m in ("POST", "PUT") and (p.endswith("/events") or p.endswith("/status")) and b
+    ]
+    assert order.index("Succeeded") < order.index("status")  # never a verdict without its Event
 
 
 DEEPSPEED_JOB = yaml.safe_load(

@@ -83,3 +83,14 @@ def test_shutdown_releases_waiting_workers() -> None:
     q.shutdown()
     t.join(2)
     assert got == [None]
+
+
+def test_nothing_is_handed_out_after_shutdown() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("queued")
+    q.add_after("due", 0.01)
+    time.sleep(0.05)
+    q.shutdown()
+    assert q.get() is None  # neither the queued key nor the one that fell due
+    q.add("late")  # an informer event after the shutdown
+    assert q.get() is None

@@ -1,0 +1,85 @@
+"""Names a job needs that objects it does not control hold.
+
+Child names are deterministic, so a creation that meets AlreadyExists is most often an earlier
+attempt of ours. But the object may also be the leftover of a deleted job of the same name that
+the garbage collector has not removed yet, or another job's child whose generated name happens
+to be the same (job `a` with replica type `b-c`, job `a-b` with type `c`): it is ours only if
+its controller ownerReference carries this job's uid. Anything else is a conflict: remembered
+per job, shown in the job's condition and a Warning Event (the planner's part), and looked at
+again on each reconcile until the name is free. Objects are looked up with a list by name:
+the operator's role lists children, it never gets them one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from t9kjobs.controller.informer import Store
+from t9kjobs.controller.resources import CHILD_RESOURCES
+from t9kjobs.controller.transport import Transport
+
+__all__ = ["Held", "NameConflicts", "controller_of"]
+
+Obj = dict[str, Any]
+JobKey = tuple[str, str, str]  # (kind, namespace, name)
+Held = dict[tuple[str, str], str]  # (kind, name) -> who controls the object that holds it
+
+
+def controller_of(obj: Obj) -> str:
+    """Who controls `obj`, for people: `its controller is GenericJob other (uid 1f2e...)`."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return f"its controller is {ref.get('kind')} {ref.get('name')} (uid {ref.get('uid')})"
+    return "it has no controller"
+
+
+class NameConflicts:
+    """The conflicts of each job, by job key; a job is handled by one worker at a time."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._held: dict[JobKey, tuple[str, Held]] = {}
+
+    def lookup(self, namespace: str, kind: str, name: str) -> Obj | None:
+        """The object of that kind and name, if any."""
+        resource = CHILD_RESOURCES[kind]
+        answer = self.transport.request(
+            "GET", resource.path(namespace), query={"fieldSelector": f"metadata.name={name}"}
+        )
+        items = answer.get("items") or []
+        if not items:
+            return None
+        found: Obj = items[0]
+        found.setdefault("kind", kind)
+        found.setdefault("apiVersion", resource.api_version)
+        return found
+
+    def still_held(self, key: JobKey, uid: str, stores: Mapping[str, Store]) -> Held:
+        """The job's known conflicts, each looked at again: a name now free, or now held by
+        an object of this job (its store gets it), is dropped."""
+        remembered = self._held.get(key)
+        if remembered is None or remembered[0] != uid:
+            self._held.pop(key, None)
+            return {}
+        held: Held = {}
+        for kind, name in remembered[1]:
+            found = self.lookup(key[1], kind, name)
+            if found is None:
+                continue
+            if Store.owner_uid(found) == uid:
+                if kind in stores:
+                    stores[kind].put(found)
+                continue
+            held[(kind, name)] = controller_of(found)
+        self.remember(key, uid, held)
+        return held
+
+    def remember(self, key: JobKey, uid: str, held: Held) -> None:
+        if held:
+            self._held[key] = (uid, dict(held))
+        else:
+            self._held.pop(key, None)
+
+    def forget(self, key: JobKey) -> None:
+        self._held.pop(key, None)

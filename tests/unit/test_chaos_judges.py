@@ -1,0 +1,89 @@
+"""The chaos tier's judges can fail: the audit log's terms catch a write after a lost Lease,
+the observer catches a status going back and two pods of one replica (tests/chaos)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.chaos.audit import Audit
+from tests.chaos.observer import Observer, regressions
+
+Obj = dict[str, Any]
+
+
+def event(at: str, agent: str, verb: str, resource: str, name: str, code: int, **extra: Any) -> Obj:
+    return {
+        "stage": "ResponseComplete",
+        "userAgent": agent,
+        "verb": verb,
+        "objectRef": {"resource": resource, "name": name, "namespace": "chaos"},
+        "responseStatus": {"code": code},
+        "requestReceivedTimestamp": f"2026-01-01T12:00:{at}Z",
+        "stageTimestamp": f"2026-01-01T12:00:{at}Z",
+        **extra,
+    }
+
+
+def lease(at: str, writer: str, holder: str, code: int = 200) -> Obj:
+    body = {"requestObject": {"spec": {"holderIdentity": holder}}}
+    return event(
+        at, f"t9k-jobs-operator/0.1.0 ({writer})", "update", "leases", "lease", code, **body
+    )
+
+
+def write(at: str, writer: str, name: str) -> Obj:
+    return event(at, f"t9k-jobs-operator/0.1.0 ({writer})", "create", "pods", name, 201)
+
+
+def test_a_write_after_the_lease_passed_on_is_caught(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    events = [
+        lease("01.000000", "a-1", "a-1"),
+        write("02.000000", "a-1", "p-0"),  # a leads: fine
+        write("03.000000", "b-1", "p-1"),  # b does not lead yet
+        lease("10.000000", "a-1", "a-1", code=409),  # a's failed renewal changes nothing
+        lease("20.000000", "b-1", "b-1"),
+        write("20.500000", "a-1", "p-0"),  # a, thawed, writes after b took over
+        write("21.000000", "b-1", "p-0"),
+        lease("30.000000", "b-1", ""),  # b releases
+        write("30.100000", "b-1", "p-2"),
+    ]
+    log.write_text("\n".join(json.dumps(e) for e in events) + "\nnot json\n")
+    audit = Audit(log, "lease")
+    assert [(t.identity, t.end is not None) for t in audit.terms] == [("a-1", True), ("b-1", True)]
+    caught = [(w.identity, w.name) for w in audit.outside_terms()]
+    assert caught == [("b-1", "p-1"), ("a-1", "p-0"), ("b-1", "p-2")]
+    assert audit.creations("pods") == {"p-0": 3, "p-1": 1, "p-2": 1}
+    taken = audit.takeover_after(audit.terms[0].start + 5, "a-1")
+    assert taken is not None and taken.identity == "b-1"
+
+
+def test_a_status_going_back_is_caught() -> None:
+    running = {"phase": "Running", "backoffCount": 2, "tasks": [{"type": "w", "restartCount": 2}]}
+    assert regressions(running, {**running, "phase": "Pending"}) == ["phase Running -> Pending"]
+    assert regressions(running, {**running, "backoffCount": 1}) == ["backoffCount 2 -> 1"]
+    assert regressions(running, {**running, "tasks": [{"type": "w", "restartCount": 1}]}) == [
+        "tasks[w] 2 -> 1"
+    ]
+    done = {"phase": "Failed", "completionTime": "t1"}
+    assert regressions(done, {"phase": "Succeeded", "completionTime": "t1"}) == [
+        "finished phase Failed -> Succeeded"
+    ]
+    assert regressions(done, {"phase": "Failed", "completionTime": "t2"}) == [
+        "completionTime t1 -> t2"
+    ]
+    assert regressions(running, {**running, "phase": "Succeeded", "backoffCount": 3}) == []
+
+
+def test_two_pods_of_one_replica_are_caught() -> None:
+    observer = Observer(None, "chaos", {})  # type: ignore[arg-type]
+    pod = {"metadata": {"name": "j-worker-0", "uid": "1"}}
+    observer._pod("ADDED", pod)
+    observer._pod("DELETED", pod)
+    observer._pod("ADDED", {"metadata": {"name": "j-worker-0", "uid": "2"}})  # a restart: fine
+    assert observer.violations == []
+    observer._pod("ADDED", {"metadata": {"name": "j-worker-0", "uid": "3"}})
+    assert observer.violations == ["pod j-worker-0: 3 while ['2'] exists"]
+    assert observer.pod_lives == {"j-worker-0": ["1", "2", "3"]}
