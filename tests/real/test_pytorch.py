@@ -89,9 +89,12 @@ def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(
             args=[MLP, "--steps=250", "--sleep=0.1", "--log-every=10"],
         ),
         elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2},
-        # a round of fewer than maxReplicas nodes closes last_call_timeout after the
-        # minimum joined (30 s by default)
-        torchrunConfig={"enabled": True, "extraOptions": ["--rdzv_conf=last_call_timeout=3"]},
+        # A round of fewer than maxReplicas nodes closes last_call_timeout after the minimum
+        # joined (30 s by default). Each running agent sees the waiting node on its own
+        # monitor tick (every 5 s), stops its rank and joins the new round: a last call shorter
+        # than that (3 s was tried) closes the round of 3 without the slower agent, which is
+        # then left waiting until the others finish (exit 1, seen under load).
+        torchrunConfig={"enabled": True, "extraOptions": ["--rdzv_conf=last_call_timeout=15"]},
     )
     apply(cluster, namespace, job)
     cluster.poll(
