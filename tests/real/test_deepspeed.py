@@ -77,8 +77,13 @@ def test_the_module_and_custom_command_forms_train_over_pdsh(
         assert_trained({f"{name}-worker-0": launcher}, world, hint)
         reasons = [e["reason"] for e in events_of(cluster, namespace, name)]
         assert "Succeeded" in reasons, reasons
-        # the sshd-only workers are stopped when worker-0 finishes
-        assert sorted(pods_of(cluster, namespace, name)) == [f"{name}-worker-0"]
+        # the sshd-only workers are stopped when worker-0 finishes (deleted with the job's
+        # verdict; a deleted pod is listed until its sshd has exited)
+        cluster.poll(
+            lambda: sorted(pods_of(cluster, namespace, name)) == [f"{name}-worker-0"],  # noqa: B023
+            timeout=60,
+            message=f"{name}: only worker-0 left",
+        )
     module_line = pods_of(cluster, namespace, "ds-module")["ds-module-worker-0"]["spec"][
         "containers"
     ][0]["command"][-1]
