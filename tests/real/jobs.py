@@ -74,6 +74,16 @@ def job_logs(cluster: Cluster, namespace: str, job: str) -> dict[str, str]:
     }
 
 
+def report(job: dict[str, Any], logs: dict[str, str], lines: int = 40) -> str:
+    """A failed assertion's message: the job's status and each pod's last `lines` lines, as
+    text (pytest shortens a dict or a tuple message to one line, and CI shows only that)."""
+    parts = [json.dumps(job.get("status"), indent=1, sort_keys=True)]
+    for pod, log in sorted(logs.items()):
+        tail = "\n".join(log.splitlines()[-lines:])
+        parts.append(f"----- {pod} (last {lines} lines)\n{tail}")
+    return "\n".join(parts)
+
+
 def events_of(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
     """The Events about the object `name` (the job), oldest first."""
     events = get(cluster, namespace, "events", "--field-selector", f"involvedObject.name={name}")

@@ -22,6 +22,7 @@ from tests.real.jobs import (
     events_of,
     job_logs,
     pods_of,
+    report,
     wait_finished,
     wait_for,
 )
@@ -70,7 +71,7 @@ def test_the_module_and_custom_command_forms_train_over_pdsh(
     for name, world, hint in (("ds-module", 2, "--module"), ("ds-custom", 4, "customCommand")):
         final = wait_finished(cluster, namespace, KIND, name)
         logs = job_logs(cluster, namespace, name)
-        assert final["status"]["phase"] == "Succeeded", (name, final["status"], logs)
+        assert final["status"]["phase"] == "Succeeded", f"{name}\n{report(final, logs)}"
         # worker-0 ran every rank through pdsh: the other worker's ranks print there too
         launcher = logs[f"{name}-worker-0"]
         assert "cmd = pdsh " in launcher, launcher

@@ -23,6 +23,7 @@ from tests.real.jobs import (
     job_logs,
     mlp,
     pods_of,
+    report,
     wait_finished,
     wait_for,
 )
@@ -66,7 +67,7 @@ def test_without_torchrun_every_pod_is_one_rank_of_the_operator_env(
     apply(cluster, namespace, job)
     final = wait_finished(cluster, namespace, KIND, "env-mlp")
     logs = job_logs(cluster, namespace, "env-mlp")
-    assert final["status"]["phase"] == "Succeeded", (final["status"], logs)
+    assert final["status"]["phase"] == "Succeeded", report(final, logs)
     assert_trained(logs, 3, "env mode")
     # the master is rank 0, the workers 1 and 2, in index order
     assert "start rank=0 world=3" in logs["env-mlp-master-0"]
@@ -107,7 +108,7 @@ def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(
     assert get(cluster, namespace, "ptj", "elastic-mlp")["spec"]["elastic"]["expectedReplicas"] == 3
     final = wait_finished(cluster, namespace, KIND, "elastic-mlp")
     logs = job_logs(cluster, namespace, "elastic-mlp")
-    assert final["status"]["phase"] == "Succeeded", (final["status"], logs)
+    assert final["status"]["phase"] == "Succeeded", report(final, logs)
     assert sorted(logs) == [f"elastic-mlp-worker-{i}" for i in range(3)]
     assert_trained(logs, 3, "elastic after scaling")
     # the first two trained as 2 ranks, then restarted into the round of 3 without a failure
@@ -163,7 +164,7 @@ def test_a_worker_killed_by_sigkill_restarts_rejoins_and_the_job_succeeds(
     )
     final = wait_finished(cluster, namespace, KIND, "kill-mlp")
     logs = job_logs(cluster, namespace, "kill-mlp")
-    assert final["status"]["phase"] == "Succeeded", (final["status"], logs)
+    assert final["status"]["phase"] == "Succeeded", report(final, logs)
     assert_trained(logs, 2, "after the restart")
     worker = next(t for t in final["status"]["tasks"] if t["type"] == "worker")
     assert worker["restartCount"] == 1

@@ -18,7 +18,7 @@ import yaml
 
 from tests.cluster import REPO, Cluster
 from tests.e2e.operator import OperatorProcess, operator
-from tests.real.jobs import apply, assert_trained, events_of, get, job_logs
+from tests.real.jobs import apply, assert_trained, events_of, get, job_logs, report
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
@@ -62,7 +62,7 @@ def test_every_kind_trains_from_its_runnable_example(
     for job in jobs:
         name = job["metadata"]["name"]
         logs = job_logs(cluster, namespace, name)
-        assert job["status"]["phase"] == "Succeeded", f"{name}: {job['status']}\n{logs}"
+        assert job["status"]["phase"] == "Succeeded", f"{name}\n{report(job, logs)}"
         assert_trained(logs, expected_world[name], name)
         reasons = {e["reason"] for e in events_of(cluster, namespace, name)}
         assert "Succeeded" in reasons, f"{name}: {reasons}"

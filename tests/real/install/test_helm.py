@@ -25,6 +25,7 @@ from tests.real.jobs import (
     get,
     job_logs,
     pods_of,
+    report,
     wait_finished,
     wait_for,
 )
@@ -170,8 +171,7 @@ def test_every_kind_trains_under_the_installed_operator_and_nothing_is_refused(
         name = doc["metadata"]["name"]
         final = wait_finished(cluster, namespace, doc["kind"], name)
         logs = job_logs(cluster, namespace, name)
-        tails = {pod: log[-3000:] for pod, log in logs.items()}
-        assert final["status"]["phase"] == "Succeeded", (name, final["status"], tails)
+        assert final["status"]["phase"] == "Succeeded", f"{name}\n{report(final, logs)}"
         world = {"generic-mlp": 3, "torchrun-mlp": 6, "deepspeed-mlp": 3, "colossalai-mlp": 4}
         assert_trained(logs, world[name], name)
     cluster.kubectl("-n", namespace, "delete", "ptj", "elastic-debug")
@@ -245,7 +245,8 @@ def test_an_upgrade_rolls_the_operator_without_losing_a_running_job(
     assert not before & {p["metadata"]["name"] for p in after}  # every pod replaced
     assert all("--log-level=debug" in p["spec"]["containers"][0]["args"] for p in after)
     final = wait_finished(cluster, namespace, "ptj", "upgrade-mlp")
-    assert final["status"]["phase"] == "Succeeded", final["status"]
+    logs = job_logs(cluster, namespace, "upgrade-mlp")
+    assert final["status"]["phase"] == "Succeeded", report(final, logs)
     assert final["status"]["backoffCount"] == 0
     now = {n: p["metadata"]["uid"] for n, p in pods_of(cluster, namespace, "upgrade-mlp").items()}
     assert now == uids  # the same pods all along: none lost, none duplicated
