@@ -15,7 +15,10 @@ def rfc3339(now: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    """A time as the API server writes it: RFC 3339 in seconds (`2026-01-01T12:00:00Z`, a
+    condition's) or with a fraction (a MicroTime, an Event's `eventTime`); UTC when no zone."""
+    parsed = datetime.fromisoformat(text)
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 def set_condition(

@@ -266,3 +266,19 @@ def test_kubectl_completion_of_the_plugin_answers_in_kubectl_s_format() -> None:
     assert complete("describe", "c") == ["caij/", "colossalaijob/", "colossalaijobs/", ":4"]
     assert complete("lo") == ["logs", ":4"]
     assert complete("logs", "--ta") == ["--tail", ":4"]
+
+
+def test_events_with_a_micro_time_are_aged_like_the_others() -> None:
+    """The scheduler and the kubelet write `eventTime` as a MicroTime (a fraction of a second):
+    describe read only whole seconds and failed with a traceback on a real cluster."""
+    scheduled = {
+        "time": "2026-01-01T11:59:58.143410Z",
+        "type": "Normal",
+        "reason": "Scheduled",
+        "object": "Pod/broken-worker-0",
+        "message": "Successfully assigned",
+        "count": 1,
+    }
+    facts = _facts()
+    text = render({**facts, "events": [*facts["events"], scheduled]}, NOW)
+    assert "      1s  Normal  Scheduled  Pod/broken-worker-0" in text.splitlines()
