@@ -182,6 +182,12 @@ class Chaos:
         # fail while the server is down, and no pod moves again until kwok restarts (seen in
         # kwok.log: the last failed deletes, then nothing). A kubelet does not; the operator's
         # recovery is what is tested here, so the nodes are restarted with the API server.
+        # So is kube-scheduler: at 200 jobs its cache came back corrupted ("Pod updated on a
+        # different node than previously added to. Scheduler cache is corrupted"), it logged
+        # nothing more, and 108 jobs' pods stayed Pending. A real control plane's scheduler runs
+        # with leader election, which it loses when the API server is away longer than its
+        # renew deadline (10 s; this restart takes longer): it exits and is started again.
+        self._restart("kube-scheduler")
         self._restart("kwok")
         leader, _ = self.replicas.wait_leader()
         fault.detail["leader_after"] = leader
@@ -279,8 +285,11 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
         status = job.get("status") or {}
         phase = status.get("phase")
         if phase not in ("Succeeded", "Failed"):
-            pods = {
-                p["metadata"]["name"]: (p.get("status") or {}).get("phase")
+            pods = {  # the phase, and the node (None: never scheduled)
+                p["metadata"]["name"]: (
+                    (p.get("status") or {}).get("phase"),
+                    (p.get("spec") or {}).get("nodeName"),
+                )
                 for p in pods_of.get(job["metadata"]["uid"], [])
             }
             checks["stuck jobs"].append(f"{name}: {phase}, pods {pods}")
