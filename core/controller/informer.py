@@ -44,6 +44,14 @@ def _strictly_newer(candidate: Obj, gone: Obj) -> bool:
     return bool(candidate["metadata"].get("uid") != gone["metadata"].get("uid"))
 
 
+def _tombstone(final: Obj) -> Obj:
+    """What a tombstone keeps of a removed object: what `_strictly_newer` reads, no more (the
+    whole object, kept for the tombstone's 5 minutes, grew the operator by about 100 KiB a
+    deleted job: the soak's RSS rose wave after wave)."""
+    meta = final["metadata"]
+    return {"metadata": {k: meta[k] for k in ("resourceVersion", "uid") if k in meta}}
+
+
 def newer(candidate: Obj, current: Obj | None) -> bool:
     """Whether `candidate` is at least as new as `current` (resourceVersions are etcd revisions
     in practice; when they are not numbers, trust arrival order)."""
@@ -124,7 +132,7 @@ class Store:
             final = last or current
             if final is not None:
                 now = time.monotonic()
-                self._tombstones[(namespace, name)] = (final, now)
+                self._tombstones[(namespace, name)] = (_tombstone(final), now)
                 if len(self._tombstones) > 1000:
                     horizon = now - self.TOMBSTONE_SECONDS
                     self._tombstones = {k: v for k, v in self._tombstones.items() if v[1] > horizon}
