@@ -84,12 +84,14 @@ class Release:
         ]
         return pod
 
-    def signal(self, pod: dict[str, Any], signal: str) -> None:
-        """Send `signal` (SIGSTOP, SIGCONT...) to the operator's process in `pod`, through the
-        node's containerd (the container's first process: the operator, its entrypoint)."""
-        (status,) = pod["status"]["containerStatuses"]
-        ctr(self.cluster, "tasks", "kill", "--signal", signal,
-            status["containerID"].removeprefix("containerd://"))  # fmt: skip
+
+def signal_pod(cluster: Cluster, pod: dict[str, Any], signal: str) -> None:
+    """Send `signal` (SIGSTOP, SIGCONT, SIGKILL...) to the first process of the pod's (only)
+    container, through the node's containerd (an operator pod's: the operator itself, its
+    image's entrypoint)."""
+    (status,) = pod["status"]["containerStatuses"]
+    ctr(cluster, "tasks", "kill", "--signal", signal,
+        status["containerID"].removeprefix("containerd://"))  # fmt: skip
 
 
 def ctr(cluster: Cluster, *args: str) -> None:

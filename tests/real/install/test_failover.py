@@ -16,18 +16,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from t9kjobs.objects import ANNOTATION_INCARNATION
 from tests.chaos.audit import Audit, Term, Write
 from tests.cluster import REPO, Cluster
-from tests.real.install.conftest import LEASE, NAMESPACE, Release
+from tests.real.install.conftest import LEASE, NAMESPACE, Release, signal_pod
 from tests.real.jobs import (
     MLP,
     apply,
     assert_trained,
-    container,
-    get,
+    events_of,
+    job,
     job_logs,
     pods_of,
+    scripted,
     wait_finished,
 )
 
@@ -88,77 +88,41 @@ def described(write: Write) -> str:
     return f"{write.verb} {write.resource}/{write.name} ({write.code})"
 
 
-def replica_counts(job: dict[str, Any]) -> dict[str, int]:
-    return {r["name"]: r["restartCount"] for t in job["status"]["tasks"] for r in t["replicas"]}
+def replica_counts(obj: dict[str, Any]) -> dict[str, int]:
+    return {r["name"]: r["restartCount"] for t in obj["status"]["tasks"] for r in t["replicas"]}
 
 
 def test_the_standby_takes_over_a_running_job_when_the_leader_pod_is_deleted(
     release: Release, cluster: Cluster, namespace: str
 ) -> None:
-    """A master+worker job whose worker's first pod fails (restart 1, counted by the first
-    leader); the leader pod is deleted while they train: the standby takes the Lease, the job
-    ends Succeeded with its restart count, and the operator created each pod once per
-    incarnation (the audit log)."""
+    """A master+worker job: the leader pod is deleted, and the worker's first pod killed at
+    once (exit 137, its policy OnFailure: restart 1), while the master waits for it. The
+    standby takes the Lease and goes on: the worker restarted once and counted once, the job
+    trained and ends Succeeded, written by the new leader, and the operator created each pod
+    once per incarnation (the audit log)."""
     pods = two_ready(release)
     started = time.time()
-    train = f"python3 {MLP} --steps=300 --sleep=0.1"
-    incarnation = {"fieldRef": {"fieldPath": f"metadata.annotations['{ANNOTATION_INCARNATION}']"}}
-    job = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "PyTorchTrainingJob",
-        "metadata": {"name": "failover-mlp"},
-        "spec": {
-            "replicaSpecs": [
-                {
-                    "type": "master",
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {"containers": [container("pytorch", ["sh", "-c", train])]}
-                    },
-                },
-                {
-                    "type": "worker",
-                    "replicas": 1,
-                    "restartPolicy": "OnFailure",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                container(
-                                    "pytorch",
-                                    # its first incarnation fails at once, the next trains
-                                    [
-                                        "sh",
-                                        "-c",
-                                        f'[ "$INCARNATION" != 0 ] || exit 3; exec {train}',
-                                    ],
-                                    env=[{"name": "INCARNATION", "valueFrom": incarnation}],
-                                )
-                            ]
-                        }
-                    },
-                },
-            ]
-        },
-    }
-    apply(cluster, namespace, job)
-
-    def training() -> bool:
-        worker = pods_of(cluster, namespace, "failover-mlp").get("failover-mlp-worker-0")
-        return bool(
-            worker
-            and worker["metadata"]["annotations"][ANNOTATION_INCARNATION] == "1"
-            and worker["status"].get("phase") == "Running"
-        )
-
-    cluster.poll(training, timeout=180, interval=1, message="the worker's second pod running")
-    assert (
-        replica_counts(get(cluster, namespace, "ptj", "failover-mlp"))["failover-mlp-worker-0"] == 1
+    train = f"exec python3 {MLP} --steps=200 --sleep=0.1"
+    mlp = job(
+        "PyTorchTrainingJob",
+        "failover-mlp",
+        scripted("master", train),
+        # its first incarnation waits to be killed, without joining the master; the next trains
+        scripted("worker", f'[ "$INCARNATION" != 0 ] || exec sleep 600; {train}', "OnFailure"),
     )
+    apply(cluster, namespace, mlp)
+
+    def running() -> dict[str, Any] | None:
+        found = pods_of(cluster, namespace, "failover-mlp")
+        up = [p for p in found.values() if p["status"].get("phase") == "Running"]
+        return found["failover-mlp-worker-0"] if len(up) == 2 else None
+
+    worker = cluster.poll(running, timeout=180, interval=1, message="master and worker running")
     victim, victim_pod = release.holder(), release.leader()
     (standby_pod,) = [p["metadata"]["name"] for p in pods if p["metadata"]["name"] != victim_pod]
     lost_at = time.time()
     cluster.kubectl("-n", NAMESPACE, "delete", "pod", victim_pod, "--wait=false")
+    signal_pod(cluster, worker, "SIGKILL")
     holder = new_holder(release, victim)
     assert holder.startswith(standby_pod + "_"), (holder, standby_pod)
 
@@ -167,6 +131,12 @@ def test_the_standby_takes_over_a_running_job_when_the_leader_pod_is_deleted(
     assert replica_counts(final) == {"failover-mlp-master-0": 0, "failover-mlp-worker-0": 1}
     assert final["status"]["backoffCount"] == 1
     assert_trained(job_logs(cluster, namespace, "failover-mlp"), 2, "through the failover")
+    restarting = [
+        e["message"]
+        for e in events_of(cluster, namespace, "failover-mlp")
+        if e["reason"] == "Restarting"
+    ]
+    assert restarting == ["failover-mlp-worker-0 failed with exit code 137; restart 1"], restarting
     audit = audit_of(cluster)
     created = audit.creations("pods", since=started)
     assert created == {"failover-mlp-master-0": 1, "failover-mlp-worker-0": 2}, created
@@ -177,13 +147,14 @@ def test_the_standby_takes_over_a_running_job_when_the_leader_pod_is_deleted(
     released = max(
         t.end for t in audit.terms if t.identity == victim and t.end and t.end <= term.start
     )
-    # the new leader carried the job on: its verdict is the new leader's write
+    # the new leader carried the job on: the restart and the verdict are its writes
     verdicts = [
         w
         for w in audit.writes
         if w.name == "failover-mlp" and w.resource == "pytorchtrainingjobs/status"
     ]
-    assert verdicts and verdicts[-1].identity == holder, [(w.identity, w.at) for w in verdicts]
+    after = {w.identity for w in verdicts if w.at >= term.start}
+    assert after == {holder}, [(w.identity, round(w.at - lost_at, 2)) for w in verdicts]
     record(
         "leader pod deleted",
         {
@@ -208,24 +179,10 @@ def test_a_frozen_leader_thawed_after_its_lease_passed_on_writes_nothing_more_an
     victim, victim_pod = release.holder(), release.leader()
     (pod,) = [p for p in release.pods() if p["metadata"]["name"] == victim_pod]
     restarts = pod["status"]["containerStatuses"][0]["restartCount"]
-    job = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "GenericJob",
-        "metadata": {"name": "during-freeze"},
-        "spec": {
-            "replicaSpecs": [
-                {
-                    "type": "worker",
-                    "replicas": 1,
-                    "template": {"spec": {"containers": [container("main", ["sleep", "3"])]}},
-                }
-            ]
-        },
-    }
-    release.signal(pod, "SIGSTOP")
+    signal_pod(cluster, pod, "SIGSTOP")
     frozen_at = time.time()
     try:
-        apply(cluster, namespace, job)
+        apply(cluster, namespace, job("GenericJob", "during-freeze", scripted("worker", "sleep 3")))
         holder = new_holder(release, victim)
         cluster.poll(
             lambda: pods_of(cluster, namespace, "during-freeze"),
@@ -235,7 +192,7 @@ def test_a_frozen_leader_thawed_after_its_lease_passed_on_writes_nothing_more_an
     finally:
         # As soon as the new leader wrote: a frozen process fails its liveness probe too, and
         # the kubelet would kill it (three failures, 10 s apart) before it could be thawed.
-        release.signal(pod, "SIGCONT")
+        signal_pod(cluster, pod, "SIGCONT")
     thawed_at = time.time()
 
     def restarted() -> dict[str, Any] | None:
