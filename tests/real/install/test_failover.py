@@ -27,6 +27,7 @@ from tests.real.jobs import (
     job,
     job_logs,
     pods_of,
+    report,
     scripted,
     wait_finished,
 )
@@ -127,10 +128,11 @@ def test_the_standby_takes_over_a_running_job_when_the_leader_pod_is_deleted(
     assert holder.startswith(standby_pod + "_"), (holder, standby_pod)
 
     final = wait_finished(cluster, namespace, "ptj", "failover-mlp")
-    assert final["status"]["phase"] == "Succeeded", final["status"]
+    logs = job_logs(cluster, namespace, "failover-mlp")
+    assert final["status"]["phase"] == "Succeeded", report(final, logs)
     assert replica_counts(final) == {"failover-mlp-master-0": 0, "failover-mlp-worker-0": 1}
     assert final["status"]["backoffCount"] == 1
-    assert_trained(job_logs(cluster, namespace, "failover-mlp"), 2, "through the failover")
+    assert_trained(logs, 2, "through the failover")
     restarting = [
         e["message"]
         for e in events_of(cluster, namespace, "failover-mlp")
