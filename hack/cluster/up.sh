@@ -242,8 +242,10 @@ wait_for "etcd on 127.0.0.1:$P_ETCD" etcd etcd_healthy
 # Opt-in audit log: what a service account really asks of the API server (to check an RBAC role
 # against it), and every write made with the admin certificate (operators started by tests
 # use it; each replica names itself in its user agent), with the Lease writes' bodies (who took
-# the Lease): the chaos tier checks from it that no replica wrote after losing the Lease.
-# Metadata level, and nothing of kube-system's controllers or kwok, so it stays small.
+# the Lease), the service accounts' as the admin's (the operator installed by its chart): the
+# chaos tier and the install tier's failover tests check from it that no replica wrote after
+# losing the Lease. Metadata level, and nothing of kube-system's controllers or kwok, so it
+# stays small.
 AUDIT_ARGS=()
 if [[ ${T9KJOBS_AUDIT:-} == 1 ]]; then
 	cat >"$D/audit-policy.yaml" <<EOF
@@ -253,6 +255,10 @@ omitStages: [RequestReceived]
 rules:
 - level: None
   userGroups: ["system:serviceaccounts:kube-system"]
+- level: Request
+  userGroups: ["system:serviceaccounts"]
+  verbs: ["create", "update", "patch"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
 - level: Metadata
   userGroups: ["system:serviceaccounts"]
 - level: Request

@@ -2,7 +2,9 @@
 T9KJOBS_AUDIT=1 records every write made with the admin certificate, and the Lease writes with
 their bodies): who held the Lease when, and whether a replica wrote outside its terms.
 
-Replicas are told apart by their user agent, `t9k-jobs-operator/<version> (<identity>)`. A term
+Only writes count: a service account's reads are in the log too (the operator installed by its
+chart runs as one). Replicas are told apart by their user agent,
+`t9k-jobs-operator/<version> (<identity>)`. A term
 of a replica begins when a write of the Lease naming it as holder is accepted, and ends when one
 naming anybody else (or nobody: a release) is. Every other write a replica makes must arrive
 within one of its terms; times are the API server's own (`requestReceivedTimestamp`,
@@ -23,6 +25,7 @@ __all__ = ["Audit", "Term", "Write"]
 Obj = dict[str, Any]
 
 _AGENT = re.compile(r"^t9k-jobs-operator/\S+ \((?P<identity>[^)]+)\)$")
+_WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 
 
 def _time(stamp: str) -> float:
@@ -49,7 +52,8 @@ class Term:
 class Audit:
     def __init__(self, path: Path, lease: str) -> None:
         self.writes: list[Write] = []
-        lease_writes: list[tuple[float, str]] = []  # (accepted at, holder it names)
+        # (accepted at, holder it names): a replica names itself, or nobody when it releases
+        lease_writes: list[tuple[float, str]] = []
         for line in path.read_text(errors="replace").splitlines():
             try:
                 event = json.loads(line)
@@ -57,7 +61,12 @@ class Audit:
                 continue
             agent = _AGENT.match(event.get("userAgent") or "")
             ref = event.get("objectRef") or {}
-            if agent is None or event.get("stage") != "ResponseComplete" or not ref:
+            if (
+                agent is None
+                or event.get("stage") != "ResponseComplete"
+                or event.get("verb") not in _WRITES
+                or not ref
+            ):
                 continue
             code = int((event.get("responseStatus") or {}).get("code") or 0)
             if ref.get("resource") == "leases" and ref.get("name") == lease:
@@ -80,7 +89,8 @@ class Audit:
                     code,
                 )
             )
-        self.terms = _terms(sorted(lease_writes))
+        self.lease_writes = sorted(lease_writes)
+        self.terms = _terms(self.lease_writes)
 
     def outside_terms(self) -> list[Write]:
         """Writes of a replica that arrived while it did not hold the Lease."""
@@ -93,17 +103,24 @@ class Audit:
             )
         ]
 
-    def creations(self, resource: str) -> dict[str, int]:
-        """How many times each object of `resource` was created (accepted creations only)."""
+    def creations(self, resource: str, since: float = 0.0) -> dict[str, int]:
+        """How many times each object of `resource` was created (accepted creations only,
+        received at `since` or later)."""
         out: dict[str, int] = {}
         for w in self.writes:
-            if w.verb == "create" and w.resource == resource and w.code == 201:
+            if w.verb == "create" and w.resource == resource and w.code == 201 and w.at >= since:
                 out[w.name] = out.get(w.name, 0) + 1
         return out
 
     def takeover_after(self, at: float, victim: str) -> Term | None:
         """The first term of another replica than `victim` to begin after `at`."""
         return next((t for t in self.terms if t.start >= at and t.identity != victim), None)
+
+    def last_renewal(self, identity: str, before: float) -> float | None:
+        """When the last accepted Lease write of `identity` before `before` was accepted."""
+        return max(
+            (at for at, who in self.lease_writes if who == identity and at < before), default=None
+        )
 
     def first_write(self, term: Term) -> Write | None:
         return next(

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from t9kjobs.objects import ANNOTATION_INCARNATION
 from tests.cluster import Cluster
 
 __all__ = [
@@ -26,9 +27,11 @@ __all__ = [
     "done_lines",
     "events_of",
     "get",
+    "job",
     "job_logs",
     "mlp",
     "pods_of",
+    "scripted",
     "wait_finished",
     "wait_for",
 ]
@@ -48,6 +51,35 @@ def container(name: str, command: list[str] | None = None, **fields: Any) -> dic
     if command is not None:
         spec["command"] = command
     return {**spec, **fields}
+
+
+def scripted(type_: str, script: str, policy: Any = "Never", replicas: int = 1) -> dict[str, Any]:
+    """A replica that runs `script` with bash in the trainer image. `$INCARNATION` tells it which
+    incarnation it is (0, then n after n restarts: its pod's annotation, through the downward
+    API), so that it can fail the first time only."""
+    incarnation = {"fieldRef": {"fieldPath": f"metadata.annotations['{ANNOTATION_INCARNATION}']"}}
+    env = [{"name": "INCARNATION", "valueFrom": incarnation}]
+    return {
+        "type": type_,
+        "replicas": replicas,
+        "restartPolicy": policy,
+        "template": {
+            "spec": {
+                "terminationGracePeriodSeconds": 2,
+                "containers": [container("trainer", ["bash", "-c", script], env=env)],
+            }
+        },
+    }
+
+
+def job(kind: str, name: str, *replicas: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A job of `kind` with these replica specs and other spec fields."""
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"replicaSpecs": list(replicas), **spec},
+    }
 
 
 def apply(cluster: Cluster, namespace: str, *docs: dict[str, Any]) -> None:

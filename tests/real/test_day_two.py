@@ -14,45 +14,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from tests.cluster import Cluster
 from tests.e2e.operator import OperatorProcess, operator
-from tests.real.jobs import apply, container, wait_finished, wait_for
+from tests.real.jobs import apply, job, scripted, wait_finished, wait_for
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
 T9KJOBS = str(Path(sys.executable).parent / "t9kjobs")
-INCARNATION = "batch.tensorstack.dev/restart-count"
-
-
-def replica(type_: str, script: str, policy: Any = "Never", replicas: int = 1) -> dict[str, Any]:
-    env = [
-        {
-            "name": "INCARNATION",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INCARNATION}']"}},
-        }
-    ]
-    return {
-        "type": type_,
-        "replicas": replicas,
-        "restartPolicy": policy,
-        "template": {
-            "spec": {
-                "terminationGracePeriodSeconds": 2,
-                "containers": [container("trainer", ["bash", "-c", script], env=env)],
-            }
-        },
-    }
-
-
-def generic(name: str, *replicas: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "GenericJob",
-        "metadata": {"name": name},
-        "spec": {"replicaSpecs": list(replicas), **spec},
-    }
 
 
 def t9kjobs(cluster: Cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -70,7 +39,7 @@ def test_logs_follow_a_replica_across_its_restart(
         ' [ "$INCARNATION" != 0 ] || { echo "boom" >&2; exit 1; }'
     )
     policy = {"policy": "OnFailure", "limit": 2}
-    apply(cluster, namespace, generic("flaky", replica("worker", script, policy)))
+    apply(cluster, namespace, job("GenericJob", "flaky", scripted("worker", script, policy)))
     # Started while the first pod may still be creating: -f waits for it, and for its successor.
     followed = t9kjobs(cluster, "logs", "gj/flaky", "-f", "-n", namespace)
     assert followed.returncode == 0, followed.stderr
@@ -95,13 +64,14 @@ def test_logs_all_and_describe_of_a_running_job_with_progress(
 ) -> None:
     master = 'for i in $(seq 1 600); do echo "step $i/600 loss=0.$((1000 - i))"; sleep 1; done'
     worker = 'for i in $(seq 1 600); do echo "worker step $i"; sleep 1; done'
-    job = generic(
+    steady = job(
+        "GenericJob",
         "steady",
-        replica("master", master),
-        replica("worker", worker, replicas=2),
+        scripted("master", master),
+        scripted("worker", worker, replicas=2),
         successRules=[{"master": [0]}],
     )
-    apply(cluster, namespace, job)
+    apply(cluster, namespace, steady)
     wait_for(
         cluster,
         namespace,
@@ -149,7 +119,7 @@ def test_describe_a_failed_job_shows_exit_code_and_last_log_lines(
         'echo "loading data"; for i in 1 2 3 4 5 6; do echo "step $i/6"; done;'
         ' echo "ValueError: loss is nan" >&2; exit 2'
     )
-    apply(cluster, namespace, generic("crash", replica("worker", script)))
+    apply(cluster, namespace, job("GenericJob", "crash", scripted("worker", script)))
     final = wait_finished(cluster, namespace, "GenericJob", "crash")
     assert final["status"]["phase"] == "Failed"
     described = t9kjobs(cluster, "describe", "gj/crash", "-n", namespace)

@@ -46,6 +46,9 @@ def test_a_write_after_the_lease_passed_on_is_caught(tmp_path: Path) -> None:
         lease("10.000000", "a-1", "a-1", code=409),  # a's failed renewal changes nothing
         lease("20.000000", "b-1", "b-1"),
         write("20.500000", "a-1", "p-0"),  # a, thawed, writes after b took over
+        # reads (a service account's are logged too) are no writes, nor Lease writes
+        event("20.600000", "t9k-jobs-operator/0.1.0 (a-1)", "list", "pods", "", 200),
+        event("20.700000", "t9k-jobs-operator/0.1.0 (b-1)", "get", "leases", "lease", 200),
         write("21.000000", "b-1", "p-0"),
         lease("30.000000", "b-1", ""),  # b releases
         write("30.100000", "b-1", "p-2"),
@@ -58,6 +61,7 @@ def test_a_write_after_the_lease_passed_on_is_caught(tmp_path: Path) -> None:
     assert audit.creations("pods") == {"p-0": 3, "p-1": 1, "p-2": 1}
     taken = audit.takeover_after(audit.terms[0].start + 5, "a-1")
     assert taken is not None and taken.identity == "b-1"
+    assert audit.last_renewal("a-1", taken.start) == audit.terms[0].start  # 409: not renewed
 
 
 def test_a_status_going_back_is_caught() -> None:

@@ -25,6 +25,7 @@ from tests.unit.test_chart import CHART, install_tool
 
 NAMESPACE = "t9k-system"
 RELEASE = "t9k-jobs"
+LEASE = "t9k-jobs-operator"  # the chart's leaderElection.leaseName
 
 
 @dataclass
@@ -66,18 +67,40 @@ class Release:
 
         return [p for p in self.pods() if ready(p)]
 
+    def holder(self) -> str:
+        """The identity the Lease names (`<pod name>_<pid>`), "" when nobody holds it."""
+        lease = json.loads(
+            self.cluster.kubectl("-n", NAMESPACE, "get", "lease", LEASE, "-o", "json").stdout
+        )
+        return str(lease["spec"].get("holderIdentity") or "")
+
     def leader(self) -> str:
         """The pod that holds the Lease (its identity starts with the pod's name)."""
-        lease = json.loads(
-            self.cluster.kubectl(
-                "-n", NAMESPACE, "get", "lease", "t9k-jobs-operator", "-o", "json"
-            ).stdout
-        )
-        holder = str(lease["spec"]["holderIdentity"])
+        holder = self.holder()
         (pod,) = [
-            p["metadata"]["name"] for p in self.pods() if holder.startswith(p["metadata"]["name"])
+            p["metadata"]["name"]
+            for p in self.pods()
+            if holder.startswith(p["metadata"]["name"] + "_")
         ]
         return pod
+
+
+def signal_pod(cluster: Cluster, pod: dict[str, Any], signal: str) -> None:
+    """Send `signal` (SIGSTOP, SIGCONT, SIGKILL...) to the first process of the pod's (only)
+    container, through the node's containerd (an operator pod's: the operator itself, its
+    image's entrypoint)."""
+    (status,) = pod["status"]["containerStatuses"]
+    ctr(cluster, "tasks", "kill", "--signal", signal,
+        status["containerID"].removeprefix("containerd://"))  # fmt: skip
+
+
+def ctr(cluster: Cluster, *args: str) -> None:
+    """The node's `ctr`, in the kubelet's containerd namespace."""
+    subprocess.run(
+        [f"{cluster.env['NODE_BIN_DIR']}/ctr", "--address", cluster.env["CONTAINERD_ADDRESS"],
+         "--namespace", "k8s.io", *args],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
 
 
 def build_and_import_image(cluster: Cluster) -> str:
@@ -90,23 +113,7 @@ def build_and_import_image(cluster: Cluster) -> str:
         timeout=1800,
     ).stdout
     ref, archive = out.split()
-    subprocess.run(
-        [
-            f"{cluster.env['NODE_BIN_DIR']}/ctr",
-            "--address",
-            cluster.env["CONTAINERD_ADDRESS"],
-            "--namespace",
-            "k8s.io",
-            "images",
-            "import",
-            "--snapshotter",
-            "overlayfs",
-            archive,
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    ctr(cluster, "images", "import", "--snapshotter", "overlayfs", archive)
     return ref
 
 
@@ -134,4 +141,7 @@ def release(cluster: Cluster) -> Iterator[Release]:
              RELEASE, "--namespace", NAMESPACE, "--wait"],
             capture_output=True, timeout=300, check=False,
         )  # fmt: skip
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        # Gone before the next module installs the chart again (and its Lease with it).
+        cluster.kubectl(
+            "delete", "namespace", NAMESPACE, "--timeout=120s", check=False, timeout=180
+        )
