@@ -287,13 +287,15 @@ class _Describer:
         if self.job is not None:
             life = self.job.spec.lifecycle()
             policy, keeps = life.clean_up_policy, sorted(life.clean_up_keeps)
+        finished = self.status.get("phase") in ("Succeeded", "Failed")
+        # A finished job's replicas keep the phase they ended in (Deleted only for those the
+        # cleanup stopped while they ran): the cleanup's work is the pods that are gone.
         deleted = [
             replica_id(self.ref.name, r["name"])
             for t in self.status.get("tasks") or []
             for r in t.get("replicas") or []
-            if r.get("phase") == "Deleted" and r["name"] not in self.pods
+            if finished and r["name"] not in self.pods
         ]
-        finished = self.status.get("phase") in ("Succeeded", "Failed")
         return {
             "policy": policy,
             "keeps": keeps or [],
