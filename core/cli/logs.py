@@ -156,7 +156,7 @@ class _Logs:
     def follow(self, replica: str, pod_name: str, emit: Callable[[str], None]) -> None:
         """Emit the replica's lines, pod after pod, until the job has finished."""
         streamed: set[str] = set()  # uids whose log ended
-        last_uid = last_stamp = None
+        last_uid = last_stamp = marked = None
         first = True
         while True:
             pod = self.reader.pod(self.ref.namespace, pod_name)
@@ -168,9 +168,11 @@ class _Logs:
                     return
                 time.sleep(_POLL)
                 continue
-            if last_uid is not None and uid != last_uid:
+            if last_uid is not None and uid != last_uid and uid != marked:
+                # once per pod: its container may not have started yet (400), and is asked again
                 restart = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_INCARNATION)
                 emit(f"--- {replica}: new pod (restart {restart or '?'}) ---")
+                marked = uid
                 last_stamp = None
             try:
                 for line in self.reader.log_lines(
