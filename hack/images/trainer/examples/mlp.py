@@ -153,4 +153,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Without interpreter teardown: torch 1.13's gloo group, never destroyed (above), sometimes
+    # aborts in its destructors at exit ("terminate called without an active exception",
+    # SIGABRT, seen once in a torchrun rank after its done line), failing a job that trained.
+    os._exit(code)
