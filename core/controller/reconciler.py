@@ -1,8 +1,13 @@
 """One reconcile: read the job and its children from the stores, plan, apply the Plan.
 
 The Plan is applied in the order status -> deletions -> updates -> creations. Writing the status
-first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`); a Plan that deletes
-nothing writes it last instead, planned again once its creations are in the stores.
+first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). A Plan that deletes
+nothing creates first. Once every creation of a new job (no status yet) has succeeded, its
+status is left to the next reconcile: the watch reports the new objects within the batching
+period, and that reconcile writes what they lead to, with their progress since, so the job's
+start costs one status write, not two. A creation that failed or met a name conflict, or a job
+that finished meanwhile or has a status already, has its status written at once, planned again
+with the creations' answers in the stores.
 
 Creations go in two waves, each wave's requests at once: the objects pods use (Services,
 ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
@@ -162,15 +167,24 @@ class Reconciler:
             self._record(raw, the_plan.events, posted)
             # A conflict met now is in the status of the next reconcile, at once.
             return 0.0 if found else the_plan.requeue_after
-        # Creations without deletions: no restart count to protect. The status is written once,
-        # after them, as they leave the job ("created"), rather than before ("creating") and
-        # again after: one write a job less, and a failed creation still shows what exists.
+        # Creations without deletions: no restart count to protect, so the status need not
+        # come first. A failed creation still shows what exists at once.
         try:
             self._apply(namespace, the_plan, jlog, found)
-        finally:
+        except BaseException:
             self.conflicts.remember(key, uid, {**held, **found})
-            settled = self._plan(job, {**held, **found})  # the stores hold the answers
-            posted = self._settle_status(key, raw, settled, jlog)
+            self._settle_status(key, raw, self._plan(job, {**held, **found}), jlog)
+            raise
+        self.conflicts.remember(key, uid, {**held, **found})
+        settled = self._plan(job, {**held, **found})  # the stores hold the answers
+        if not raw.get("status") and not found and not settled.status.finished:
+            # A new job's children all created: the status they lead to ("created") is folded
+            # into the next reconcile's, which the watch's echo of these creations brings within
+            # the batching period, with the pods' progress since. One status write a job less.
+            # (A job with a status already, a Degraded one say, has it corrected at once.)
+            self._record(raw, the_plan.events, [])
+            return settled.requeue_after
+        posted = self._settle_status(key, raw, settled, jlog)
         later = [e for e in settled.events if e not in the_plan.events]
         self._record(raw, [*the_plan.events, *later], posted)
         return settled.requeue_after
