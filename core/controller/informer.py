@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from t9kjobs.controller.resources import Resource
+from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.transport import ApiError, Transport
 
 __all__ = ["Informer", "Store", "newer"]
@@ -75,12 +76,14 @@ class Store:
 
     A removed object leaves a tombstone (its last resourceVersion) for a while: an API answer
     that arrives after the watch reported the deletion (a DELETE's own response, say) must not
-    bring the object back.
+    bring the object back. Objects are kept as `slim` trims them (`t9kjobs.controller.slimming`;
+    by default, without managedFields).
     """
 
     TOMBSTONE_SECONDS = 300.0
 
-    def __init__(self) -> None:
+    def __init__(self, slim: Callable[[Obj], Obj] | None = None) -> None:
+        self._slim = slim or slimmer("")
         self._objects: dict[Key, Obj] = {}
         self._by_owner: dict[str, set[Key]] = {}
         self._tombstones: dict[Key, tuple[Obj, float]] = {}
@@ -104,8 +107,7 @@ class Store:
 
     def put(self, obj: Obj) -> bool:
         """Store `obj` unless the store already holds a newer version; True if stored."""
-        # No reconcile reads managedFields; kept, they are a third of a cached pod's memory.
-        obj["metadata"].pop("managedFields", None)
+        obj = self._slim(obj)
         key = self.key(obj)
         with self._lock:
             current = self._objects.get(key)

@@ -32,6 +32,7 @@ from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.reconciler import JobKey, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource, job_resource
+from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
 from t9kjobs.controller.threads import Supervisor
 from t9kjobs.controller.transport import ApiError, Transport
@@ -229,7 +230,7 @@ class Operator:
         for kind, resource in CHILD_RESOURCES.items():
             if kind in absent or kind in child_stores:
                 continue
-            store = child_stores[kind] = Store()
+            store = child_stores[kind] = Store(slimmer(kind))
             started += [
                 Informer(
                     self.transport,
