@@ -9,6 +9,10 @@ server's current state, not whatever its cache held), and a relisted object repl
 one only if it is not older; an object missing from the list is forgotten only if the cache's
 copy is not newer than the list (an answer to one of our writes may be).
 
+A watch event for a version the store holds already is not handed to the handlers: it is the
+echo of the operator's own write, whose answer the reconciler stored, and queueing the job for
+it would only reconcile again on what that reconcile just did.
+
 A watch is bounded: the server ends it after `timeoutSeconds` (jittered, so informers do not
 all come back at once), and the client gives up when no byte came for a few seconds longer,
 with TCP keepalive under it. A stream that died without a word (an API server frozen, or gone
@@ -104,6 +108,14 @@ class Store:
     def get(self, namespace: str, name: str) -> Obj | None:
         with self._lock:
             return self._objects.get((namespace, name))
+
+    def holds(self, obj: Obj) -> bool:
+        """Whether the store holds `obj` at its resourceVersion already (the reconciler put the
+        API's answer to its write there before the watch reported the change)."""
+        rv = obj["metadata"].get("resourceVersion")
+        with self._lock:
+            current = self._objects.get(self.key(obj))
+        return bool(rv) and current is not None and current["metadata"].get("resourceVersion") == rv
 
     def put(self, obj: Obj) -> bool:
         """Store `obj` unless the store already holds a newer version; True if stored."""
@@ -277,6 +289,8 @@ class Informer:
             try:
                 if kind == "DELETED":
                     self.store.remove(*Store.key(obj), last=obj)
+                elif self.store.holds(obj):
+                    continue  # the answer to our own write, in the store already: no news
                 else:
                     self.store.put(obj)
                 self._handler(str(kind), obj)

@@ -183,9 +183,9 @@ class Operator:
 
     def _on_job(self, event: str, obj: Obj) -> None:
         """A new job or a changed spec is reconciled at once. A change that leaves the spec's
-        generation as it was (the status, most often our own write coming back) is batched
-        like a child's: reconciling on it at once would write the status again for every pod
-        that moved meanwhile."""
+        generation as it was (the status: another writer's, or our own write whose echo came
+        before its answer) is batched like a child's: reconciling on it at once would write the
+        status again for every pod that moved meanwhile."""
         meta = obj["metadata"]
         key = (obj["kind"], meta["namespace"], meta["name"])
         if event == "DELETED":

@@ -88,6 +88,33 @@ def test_watch_resumes_and_relists_after_410() -> None:
     assert informer.store.get("ns", "a")["metadata"]["resourceVersion"] == "25"  # type: ignore[index]
 
 
+def test_the_echo_of_a_version_the_store_holds_is_no_news() -> None:
+    store = Store()
+    transport = ScriptedTransport(
+        lists=[{"metadata": {"resourceVersion": "10"}, "items": []}],
+        watches=[
+            [
+                {"type": "ADDED", "object": pod("ours", "11")},  # its answer is stored below
+                {"type": "ADDED", "object": pod("theirs", "12")},
+                {"type": "MODIFIED", "object": pod("ours", "13")},
+            ]
+        ],
+    )
+    store.put(pod("ours", "11"))  # the reconciler stored the answer to its creation
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
+        store=store,
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    assert events == [("ADDED", "theirs"), ("MODIFIED", "ours")]
+    assert store.get("ns", "ours")["metadata"]["resourceVersion"] == "13"  # type: ignore[index]
+
+
 def test_a_relist_never_takes_the_store_back_in_time() -> None:
     # Listed empty at 10; the watch brings `a` at 20; then 410, and the list that follows is
     # older than what the store holds (15: a cache that lags, or a list racing our own write).

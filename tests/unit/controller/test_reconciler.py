@@ -15,7 +15,7 @@ import yaml
 
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Store
-from t9kjobs.controller.reconciler import Reconciler
+from t9kjobs.controller.reconciler import FOLDED_STATUS_SECONDS, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
@@ -105,11 +105,12 @@ def test_the_service_then_all_pods_at_once_then_the_status_in_the_next_reconcile
 
     fake = FakeTransport(before=hold_pods)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
-    the_reconciler.reconcile(KEY)
+    # No status yet; a reconcile comes back for it at the latest after FOLDED_STATUS_SECONDS.
+    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS
     writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
-    assert writes == [("POST", "services")] + [("POST", "pods")] * pods  # no status yet
+    assert writes == [("POST", "services")] + [("POST", "pods")] * pods
     assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
-    # The watch's echo of the pods brings the next reconcile: it writes the status, once.
+    # The pods' first change brings the next reconcile: it writes the status, once.
     the_reconciler.reconcile(KEY)
     recorder.close()
     writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
