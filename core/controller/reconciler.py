@@ -189,8 +189,8 @@ class Reconciler:
             # status write a job less. (A job with a status already, a Degraded one say, has it
             # corrected at once.)
             self._record(raw, the_plan.events, [])
-            later = settled.requeue_after
-            return FOLDED_STATUS_SECONDS if later is None else min(later, FOLDED_STATUS_SECONDS)
+            due = settled.requeue_after
+            return FOLDED_STATUS_SECONDS if due is None else min(due, FOLDED_STATUS_SECONDS)
         posted = self._settle_status(key, raw, settled, jlog)
         later = [e for e in settled.events if e not in the_plan.events]
         self._record(raw, [*the_plan.events, *later], posted)
