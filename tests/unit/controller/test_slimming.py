@@ -1,6 +1,7 @@
 """The stores keep a pod without its spec and most of its status (`slimming`): planning on the
 slim pods must give exactly the Plan that the pods as the API server sent them give, in every
-state a job's pods go through, and a slim pod must be much smaller."""
+state a job's pods go through, a slim pod must be much smaller, and the strings objects share
+are kept once."""
 
 from __future__ import annotations
 
@@ -91,6 +92,20 @@ def test_a_slim_pod_keeps_what_is_read_and_is_a_fraction_of_the_size(
         ],
     }
     assert len(json.dumps(kept)) < len(json.dumps(served)) / 2
+
+
+def test_kept_strings_are_shared_between_objects(manager: PluginManager) -> None:
+    pods = [o for (kind, _), o in children(manager).items() if kind == "Pod"]
+    first, second = (json.loads(json.dumps(as_served(p, "Running"))) for p in pods[:2])
+    assert first["metadata"]["namespace"] is not second["metadata"]["namespace"]  # decoded apart
+    store = Store(slimmer("Pod"))
+    store.put(first)
+    store.put(second)
+    a, b = store.all()
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    key_a = next(k for k in a["metadata"]["labels"] if k.endswith("owner-kind"))
+    key_b = next(k for k in b["metadata"]["labels"] if k.endswith("owner-kind"))
+    assert key_a is key_b
 
 
 def test_other_kinds_keep_their_spec(manager: PluginManager) -> None:
