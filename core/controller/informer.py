@@ -32,13 +32,15 @@ from t9kjobs.controller.resources import Resource
 from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.transport import ApiError, Transport
 
-__all__ = ["Informer", "Store", "newer"]
+__all__ = ["LIST_PAGE", "Informer", "Store", "newer"]
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
 Handler = Callable[[str, Obj], None]  # (event type, object)
 
 log = logging.getLogger("t9kjobs.informer")
+
+LIST_PAGE = 500  # objects a list asks for at once
 
 
 def _strictly_newer(candidate: Obj, gone: Obj) -> bool:
@@ -108,6 +110,10 @@ class Store:
     def get(self, namespace: str, name: str) -> Obj | None:
         with self._lock:
             return self._objects.get((namespace, name))
+
+    def slim(self, obj: Obj) -> Obj:
+        """`obj` as this store keeps it (`put` keeps it so)."""
+        return self._slim(obj)
 
     def holds(self, obj: Obj) -> bool:
         """Whether the store holds `obj` at its resourceVersion already (the reconciler put the
@@ -242,17 +248,32 @@ class Informer:
     def _list(self) -> None:
         # No resourceVersion: a consistent read of the current state. ("0" would take whatever
         # the server's watch cache holds, which may be older than our store after a restart.)
-        answer = self.transport.request(
-            "GET",
-            self.resource.path(self.namespace),
-            query={"labelSelector": self.label_selector},
-            timeout=120,
-        )
-        items = answer.get("items") or []
-        for item in items:  # list items carry no kind; the handlers want complete objects
-            item.setdefault("kind", self.resource.kind)
-            item.setdefault("apiVersion", self.resource.api_version)
-        version = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        # In pages of LIST_PAGE, each trimmed as the store keeps it before the next comes: the
+        # 40,000 pods of 10,000 jobs in one answer would more than double the operator's memory
+        # for a moment. An expired continue token is a 410: the list starts again (`_run`).
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            answer = self.transport.request(
+                "GET",
+                self.resource.path(self.namespace),
+                query={
+                    "labelSelector": self.label_selector,
+                    "limit": str(LIST_PAGE),
+                    "continue": token,
+                },
+                timeout=120,
+            )
+            for item in answer.get("items") or []:
+                # List items carry no kind; the handlers want complete objects.
+                item.setdefault("kind", self.resource.kind)
+                item.setdefault("apiVersion", self.resource.api_version)
+                items.append(self.store.slim(item))
+            page = answer.get("metadata") or {}
+            token = page.get("continue") or None
+            if token is None:
+                break
+        version = str(page.get("resourceVersion", ""))
         changed, gone = self.store.replace(items, self.namespace, version)
         self._rv = version
         self.synced.set()
