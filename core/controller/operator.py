@@ -71,6 +71,10 @@ class Options:
     # window: the pods of a job that start or end together cost one reconcile and one status
     # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
     child_batch_period: float = 1.0
+    # A pod that has just finished may decide its job: its job is queued after this shorter
+    # window instead, so that the verdict follows the deciding replica within about it (pods
+    # that finish together still share the window, and one status write).
+    finished_pod_batch_period: float = 0.25
     # Every job is reconciled again this often (+-10%), so that a missed event is not missed
     # for ever; 0 turns it off.
     resync_period: float = 600.0
@@ -200,6 +204,14 @@ class Operator:
 
     def _on_child(self, event: str, obj: Obj) -> None:
         meta = obj["metadata"]
+        finished = (
+            obj.get("kind") == "Pod"
+            and event != "DELETED"
+            and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        )
+        delay = (
+            self.options.finished_pod_batch_period if finished else self.options.child_batch_period
+        )
         for ref in meta.get("ownerReferences") or []:
             if (
                 ref.get("controller")
@@ -207,7 +219,7 @@ class Operator:
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
                 key = (ref["kind"], meta["namespace"], ref["name"])
-                self.queue.add_after(key, self.options.child_batch_period)
+                self.queue.add_after(key, delay)
 
     # -- running -----------------------------------------------------------------------------
 
