@@ -54,9 +54,9 @@ class Options:
     namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
     workers: int = 8
     # A client limit only has to stop a runaway loop: the API server protects itself with
-    # priority and fairness, and a 429 is waited out (transport). 200/400 still bound a burst
-    # of 500 jobs (about 3,000 requests before its last pod); 500/1,000 is above what this
-    # API server took in any burst measured (docs/benchmarks.md).
+    # priority and fairness, and a 429 is waited out (transport). 200/400 came close to
+    # bounding a burst of 500 jobs; 500/1,000 is about the most the benchmark's API server
+    # took (527 pod creations a second; docs/benchmarks.md).
     qps: float = 500.0
     burst: int = 1000
     leader_elect: bool = False
