@@ -1,14 +1,8 @@
 """One reconcile: read the job and its children from the stores, plan, apply the Plan.
 
 The Plan is applied in the order status -> deletions -> updates -> creations. Writing the status
-first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`). A Plan that deletes
-nothing creates first. Once every creation of a new job (no status yet) has succeeded, its
-status is left to the next reconcile, which the pods' first change brings (the watch's echo of
-the creations themselves is no news: `t9kjobs.controller.informer`), or `FOLDED_STATUS_SECONDS`
-at the latest: it writes what the creations lead to with the pods' progress since (often
-Running already), so the job's start costs one status write, not two. A creation that failed
-or met a name conflict, or a job that finished meanwhile or has a status already, has its
-status written at once, planned again with the creations' answers in the stores.
+first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`); a Plan that deletes
+nothing writes it last instead, planned again once its creations are in the stores.
 
 Creations go in two waves, each wave's requests at once: the objects pods use (Services,
 ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
@@ -55,16 +49,12 @@ from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.ssh import fill_generated_secret
 
-__all__ = ["FOLDED_STATUS_SECONDS", "JobKey", "Reconciler"]
+__all__ = ["JobKey", "Reconciler"]
 
 Obj = dict[str, Any]
 JobKey = tuple[str, str, str]  # (kind, namespace, name)
 
 log = logging.getLogger("t9kjobs.reconciler")
-
-# A new job's status is written by the reconcile after its creations: at the latest this long
-# after them, if no change of its pods brings that reconcile sooner.
-FOLDED_STATUS_SECONDS = 5.0
 
 
 class JobLog(logging.LoggerAdapter[logging.Logger]):
@@ -172,26 +162,15 @@ class Reconciler:
             self._record(raw, the_plan.events, posted)
             # A conflict met now is in the status of the next reconcile, at once.
             return 0.0 if found else the_plan.requeue_after
-        # Creations without deletions: no restart count to protect, so the status need not
-        # come first. A failed creation still shows what exists at once.
+        # Creations without deletions: no restart count to protect. The status is written once,
+        # after them, as they leave the job ("created"), rather than before ("creating") and
+        # again after: one write a job less, and a failed creation still shows what exists.
         try:
             self._apply(namespace, the_plan, jlog, found)
-        except BaseException:
+        finally:
             self.conflicts.remember(key, uid, {**held, **found})
-            self._settle_status(key, raw, self._plan(job, {**held, **found}), jlog)
-            raise
-        self.conflicts.remember(key, uid, {**held, **found})
-        settled = self._plan(job, {**held, **found})  # the stores hold the answers
-        if not raw.get("status") and not found and not settled.status.finished:
-            # A new job's children all created: the status they lead to ("created") is folded
-            # into the next reconcile's, which the pods' first change (scheduled, running)
-            # brings, with their progress since; at the latest after FOLDED_STATUS_SECONDS. One
-            # status write a job less. (A job with a status already, a Degraded one say, has it
-            # corrected at once.)
-            self._record(raw, the_plan.events, [])
-            due = settled.requeue_after
-            return FOLDED_STATUS_SECONDS if due is None else min(due, FOLDED_STATUS_SECONDS)
-        posted = self._settle_status(key, raw, settled, jlog)
+            settled = self._plan(job, {**held, **found})  # the stores hold the answers
+            posted = self._settle_status(key, raw, settled, jlog)
         later = [e for e in settled.events if e not in the_plan.events]
         self._record(raw, [*the_plan.events, *later], posted)
         return settled.requeue_after

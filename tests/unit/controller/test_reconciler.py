@@ -1,6 +1,5 @@
 """Applying a Plan: the objects the pods use, then a job's pods all at once, then the status they
-lead to (the status comes first only when the Plan deletes; a new job's is written by the next
-reconcile once all its creations succeeded); Events go to the recorder. The API
+lead to (the status comes first only when the Plan deletes); Events go to the recorder. The API
 server is `FakeTransport` (the I/O boundary)."""
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import yaml
 
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Store
-from t9kjobs.controller.reconciler import FOLDED_STATUS_SECONDS, Reconciler
+from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
@@ -93,7 +92,7 @@ def initialized(status: Any) -> tuple[str, str]:
     return condition["status"], condition["reason"]
 
 
-def test_the_service_then_all_pods_at_once_then_the_status_in_the_next_reconcile(
+def test_the_service_then_all_pods_at_once_then_one_status_write(
     manager: PluginManager, creator: ThreadPoolExecutor
 ) -> None:
     pods = 1 + WORKERS
@@ -105,16 +104,14 @@ def test_the_service_then_all_pods_at_once_then_the_status_in_the_next_reconcile
 
     fake = FakeTransport(before=hold_pods)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
-    # No status yet; a reconcile comes back for it at the latest after FOLDED_STATUS_SECONDS.
-    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS
-    writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
-    assert writes == [("POST", "services")] + [("POST", "pods")] * pods
-    assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
-    # The pods' first change brings the next reconcile: it writes the status, once.
     the_reconciler.reconcile(KEY)
     recorder.close()
+
     writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
-    assert writes[len(writes) - 1 :] == [("PUT", "status")] and len(writes) == 2 + pods
+    assert writes[0] == ("POST", "services")
+    assert writes[1:-1] == [("POST", "pods")] * pods
+    assert writes[-1] == ("PUT", "status")
+    assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
     [status] = status_writes(fake)  # "created", without "creating" before it
     assert initialized(status) == ("True", "PodsCreated")
     assert status["aggregate"]["creating"] == 0
@@ -187,11 +184,9 @@ def test_already_existing_pods_of_the_job_are_not_an_error(
     fake = FakeTransport(before=made_by_an_earlier_attempt)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
     the_reconciler.reconcile(KEY)
+    recorder.close()
     assert len(fake.posted("pods")) == 1 + WORKERS
     assert len(children["Pod"].owned_by("job-uid")) == 1 + WORKERS  # known to be the job's
-    the_reconciler.reconcile(KEY)  # the next one, as the watch reports the pods
-    recorder.close()
-    assert len(fake.posted("pods")) == 1 + WORKERS  # nothing created twice
     [status] = status_writes(fake)
     assert initialized(status) == ("True", "PodsCreated")
 
