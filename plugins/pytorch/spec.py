@@ -125,7 +125,8 @@ class TorchrunConfig(ApiModel):
         ge=0,
         le=INT32_MAX,
         description="torchrun --max_restarts: restarts of the worker group inside a pod before"
-        " the pod fails. torchrun's default (0) when unset.",
+        " the pod fails. Unset: torchrun's default (0), or 3 when elastic (a scale makes a peer's"
+        " rank fail before its agent sees the new node, which torchrun counts as a failure).",
     )
     proc_per_node: _Procs = Field(
         default="1",
