@@ -394,10 +394,10 @@ def _settle_replicas(status: JobStatus, observed: Observed) -> None:
     settled = False
     for task in status.tasks:
         for replica in task.replicas:
-            if replica.phase not in ("Creating", *_ACTIVE):
-                continue
+            if replica.phase not in _ACTIVE or replica.uid is None:
+                continue  # ended, or never had a pod (Creating): nothing to follow
             pod = pods.get(replica.name)
-            if pod is not None and replica.uid not in (None, pod["metadata"].get("uid")):
+            if pod is not None and pod["metadata"].get("uid") != replica.uid:
                 pod = None  # another incarnation: the one recorded is gone
             phase = str((pod.get("status") or {}).get("phase")) if pod is not None else ""
             if phase in _FINAL_POD_PHASES:
