@@ -26,7 +26,7 @@ from typing import Any
 
 import docsections  # hack/docsections.py, beside this script
 
-from t9kjobs import hooks, kinds, models, objects, ssh, templating, validation
+from t9kjobs import hooks, kinds, models, objects, ssh, templating, tensorboard, validation
 from t9kjobs.testing import contracts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,10 +113,12 @@ _BUILDERS: list[tuple[Any, list[str]]] = [
         [
             "new_pod",
             "pod_name",
+            "training_container",
             "find_container",
             "gpu_count",
             "set_env",
             "headless_service",
+            "pod_host",
             "service",
             "config_map",
             "secret",
@@ -125,6 +127,7 @@ _BUILDERS: list[tuple[Any, list[str]]] = [
         ],
     ),
     (ssh, ["ssh_secret", "mount_ssh", "start_sshd_script", "wait_for_sshd_script"]),
+    (tensorboard, ["tensorboard_spec_field", "tensorboard_objects", "tensorboard_status"]),
     (templating, ["render_template"]),
     (validation, ["run_mode_problems"]),
 ]
