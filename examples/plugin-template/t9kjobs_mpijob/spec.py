@@ -21,7 +21,11 @@ __all__ = ["Launcher", "MPIJobSpec", "Workers"]
 class Launcher(ApiModel):
     """The launcher pod: it runs mpirun, so its exit is the job's result."""
 
-    restart_policy: RestartPolicyType = Field(default="OnFailure", description="How to restart.")
+    restart_policy: RestartPolicyType = Field(
+        default="OnFailure",
+        description="When a finished pod is restarted (Always, OnFailure, Never, ExitCode); the"
+        " restarts of all pods together are bounded by runPolicy.backoffLimit.",
+    )
     template: PodTemplate = Field(description="Pod template; its first container runs mpirun.")
 
 
