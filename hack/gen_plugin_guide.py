@@ -151,7 +151,7 @@ def render_builders() -> str:
     return "\n".join(out)
 
 
-_LANGUAGES = {".py": "python", ".toml": "toml", ".yaml": "yaml", ".j2": "jinja"}
+_LANGUAGES = {".py": "python", ".toml": "toml", ".yaml": "yaml", ".j2": "jinja", ".sh": "sh"}
 
 
 def _template_files() -> Iterator[Path]:
@@ -161,6 +161,8 @@ def _template_files() -> Iterator[Path]:
     yield from sorted((package / "templates").glob("*.j2"))
     yield TEMPLATE / "examples" / "pi.yaml"
     yield from sorted((TEMPLATE / "examples" / "invalid").glob("*.yaml"))
+    yield from sorted((TEMPLATE / "tests").glob("*.py"))
+    yield TEMPLATE / "ci.sh"
 
 
 def render_template_files() -> str:

@@ -22,6 +22,7 @@ from t9kjobs.objects import (
 from t9kjobs.ssh import mount_ssh, ssh_secret, start_sshd_script, wait_for_sshd_script
 from t9kjobs.templating import render_template
 from t9kjobs.validation import run_mode_problems
+
 from t9kjobs_mpijob.spec import MPIJobSpec
 
 __all__ = [

@@ -4,7 +4,6 @@ refused, by `ApiModel`). The CRD is generated from it; descriptions are its docu
 from __future__ import annotations
 
 from pydantic import Field
-
 from t9kjobs.models import (
     ApiModel,
     JobSpec,

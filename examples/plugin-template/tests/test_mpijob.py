@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from t9kjobs.loading import JobError
 from t9kjobs.models import Job
 from t9kjobs.testing.fixtures import first_reconcile, job_from_yaml, objects_of, reconcile_with
