@@ -12,7 +12,7 @@ import yaml
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import RestartRule
+from t9kjobs.models import MAX_PODS, RestartRule
 from t9kjobs.render import render_job
 from tests.unit.conftest import REPO
 from tests.unit.golden import assert_golden
@@ -496,4 +496,15 @@ def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
     doc["spec"]["replicaSpecs"] = [master, worker, copy.deepcopy(master), copy.deepcopy(worker)]
     assert _problems(manager, doc) == [
         "spec.replicaSpecs: replica types must be unique; repeated: master, worker"
+    ]
+
+
+def test_a_job_has_at_most_max_pods_replicas_in_all(manager: PluginManager) -> None:
+    doc = _example()
+    master, worker = doc["spec"]["replicaSpecs"]
+    master["replicas"], worker["replicas"] = 1, MAX_PODS - 1
+    load_job(doc, manager)  # exactly MAX_PODS: accepted
+    worker["replicas"] = MAX_PODS
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs: a job has at most {MAX_PODS} replicas in all, this one {MAX_PODS + 1}"
     ]
