@@ -8,20 +8,39 @@ every field it writes kept. The invalid examples' contract (`invalid_example_is_
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 from t9kjobs.crds import CrdError, crd_for
 from t9kjobs.testing.admission import DryRun, pruned_fields
 from t9kjobs.testing.examples import Example
 from t9kjobs.testing.subject import ContractViolation, Subject
 
-__all__ = ["crd_is_accepted_by_the_api_server", "dry_run", "example_is_admitted"]
+__all__ = ["crd_is_accepted_by_the_api_server", "crds_of", "dry_run", "example_is_admitted"]
+
+
+def crds_of(subject: Subject) -> dict[str, dict[str, Any]]:
+    """The CRD of each kind of the plugin that generates (`crd_is_structural` says why not)."""
+    crds = {}
+    for name in subject.kinds:
+        with contextlib.suppress(CrdError):
+            crds[name] = crd_for(subject.loaded().kind_info(name))
+    return crds
 
 
 def _install(subject: Subject, kind: str) -> None:
-    try:
-        crd = crd_for(subject.loaded().kind_info(kind))
-    except CrdError as exc:
-        raise ContractViolation(f"the CRD of {kind} cannot be generated: {exc}") from None
-    subject.tier().install(crd)
+    """The CRDs of every kind of the plugin on the session's server; a violation for `kind`'s."""
+    crds = crds_of(subject)
+    if kind not in crds:
+        try:
+            crd_for(subject.loaded().kind_info(kind))
+        except CrdError as exc:
+            raise ContractViolation(f"the CRD of {kind} cannot be generated: {exc}") from None
+    tier = subject.tier()
+    tier.install(list(crds.values()))
+    problem = tier.problem(crds[kind])
+    if problem is not None:
+        raise ContractViolation(problem)
 
 
 def crd_is_accepted_by_the_api_server(subject: Subject, kind: str) -> None:

@@ -4,7 +4,7 @@ What a user's `kubectl apply` meets is the API server: the CRD's schema, its def
 CEL rules. The kit checks a plugin against a real one: `--t9kjobs-kubeconfig PATH` names a
 cluster to use; otherwise the kit starts etcd and kube-apiserver of its own (in a temporary
 folder, on free loopback ports, in about three seconds; no controller, no node) from the first
-folder holding `etcd`, `kube-apiserver` and `kubectl` among `$T9KJOBS_BIN_DIR`, the binaries
+folder holding `etcd` and `kube-apiserver` among `$T9KJOBS_BIN_DIR`, the binaries
 t9k-jobs' local cluster builds (`make cluster-build`, `~/.cache/t9kjobs/bin/k8s-*`) and `$PATH`;
 without them, it uses the cluster of `$KUBECONFIG` when that is set. The server started here
 lives as long as the kit's pytest session, and is stopped (and its folder removed) when it ends.
@@ -16,9 +16,12 @@ import contextlib
 import os
 import secrets
 import shutil
+import ssl
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +29,11 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from t9kjobs.testing.process import free_port, http_get
+from t9kjobs.testing.process import free_port
 
 __all__ = ["NEEDED", "ApiServer", "ApiServerError", "find_binaries", "local_api_server"]
 
-NEEDED = ("etcd", "kube-apiserver", "kubectl")
+NEEDED = ("etcd", "kube-apiserver")
 _START_TIMEOUT = 60.0
 
 
@@ -40,12 +43,26 @@ class ApiServerError(Exception):
 
 @dataclass(frozen=True)
 class ApiServer:
-    """A cluster the kit talks to with kubectl: its kubeconfig, and where it came from."""
+    """A cluster the kit talks to: its kubeconfig, and where it came from."""
 
     kubeconfig: Path
-    kubectl: Path
     origin: str  # for the report header: "started from <dir>" or "KUBECONFIG=<path>"
     started: bool = False  # by the kit, for this session only
+
+
+def _get(url: str, token: str | None) -> int:
+    """The status of a GET on loopback (the server's own certificate is not checked)."""
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 def _cache_bin_dirs() -> list[Path]:
@@ -61,21 +78,13 @@ def _has_all(folder: Path) -> bool:
 
 
 def find_binaries() -> Path | None:
-    """The first folder with etcd, kube-apiserver and kubectl (see the module's docstring)."""
+    """The first folder with etcd and kube-apiserver (see the module's docstring)."""
     candidates = [Path(p) for p in [os.environ.get("T9KJOBS_BIN_DIR")] if p]
     candidates += _cache_bin_dirs()
     on_path = [shutil.which(name) for name in NEEDED]
     if all(on_path) and len({Path(str(p)).parent for p in on_path}) == 1:
         candidates.append(Path(str(on_path[0])).parent)
     return next((c for c in candidates if _has_all(c)), None)
-
-
-def _kubectl_for(config: Path) -> Path:
-    folder = find_binaries()
-    found = folder / "kubectl" if folder else shutil.which("kubectl")
-    if not found:
-        raise ApiServerError(f"no kubectl on PATH to talk to the cluster of {config}")
-    return Path(found)
 
 
 def _kubeconfig(path: Path, server: str, token: str) -> None:
@@ -122,13 +131,15 @@ class _Processes:
         self.started.append((name, proc))
         return proc
 
-    def wait(self, name: str, url: str, proc: subprocess.Popen[bytes]) -> None:
+    def wait(
+        self, name: str, url: str, proc: subprocess.Popen[bytes], token: str | None = None
+    ) -> None:
         deadline = time.monotonic() + _START_TIMEOUT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise ApiServerError(f"{name} exited ({proc.returncode}):\n{self.tail(name)}")
             with contextlib.suppress(OSError):
-                if http_get(url, timeout=2)[0] == 200:
+                if _get(url, token) == 200:
                     return
             time.sleep(0.2)
         raise ApiServerError(f"{name} not ready after {_START_TIMEOUT:g}s:\n{self.tail(name)}")
@@ -194,28 +205,11 @@ def _started(binaries: Path) -> Iterator[ApiServer]:
         server = f"https://127.0.0.1:{api_port}"
         kubeconfig = folder / "kubeconfig"
         _kubeconfig(kubeconfig, server, token)
-        kubectl = binaries / "kubectl"
-        _wait_ready(procs, apiserver, kubectl, kubeconfig)
-        yield ApiServer(
-            kubeconfig, kubectl, f"etcd and kube-apiserver started from {binaries}", started=True
-        )
+        procs.wait("kube-apiserver", f"{server}/readyz", apiserver, token)
+        yield ApiServer(kubeconfig, f"etcd and kube-apiserver started from {binaries}", True)
     finally:
         procs.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _wait_ready(
-    procs: _Processes, proc: subprocess.Popen[bytes], kubectl: Path, kubeconfig: Path
-) -> None:
-    argv = [str(kubectl), "--kubeconfig", str(kubeconfig), "get", "--raw", "/readyz"]
-    deadline = time.monotonic() + _START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ApiServerError(f"kube-apiserver exited:\n{procs.tail('kube-apiserver')}")
-        if subprocess.run(argv, capture_output=True, check=False).returncode == 0:
-            return
-        time.sleep(0.3)
-    raise ApiServerError(f"kube-apiserver not ready:\n{procs.tail('kube-apiserver')}")
 
 
 @contextlib.contextmanager
@@ -223,7 +217,7 @@ def local_api_server(kubeconfig: str | None = None) -> Iterator[ApiServer]:
     """The API server the admission tier uses (see the module's docstring), for a `with`."""
     if kubeconfig:
         config = Path(kubeconfig)
-        yield ApiServer(config, _kubectl_for(config), f"--t9kjobs-kubeconfig={config}")
+        yield ApiServer(config, f"--t9kjobs-kubeconfig={config}")
         return
     binaries = find_binaries()
     if binaries is not None:
@@ -232,10 +226,10 @@ def local_api_server(kubeconfig: str | None = None) -> Iterator[ApiServer]:
         return
     if os.environ.get("KUBECONFIG"):
         config = Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
-        yield ApiServer(config, _kubectl_for(config), f"KUBECONFIG={config}")
+        yield ApiServer(config, f"KUBECONFIG={config}")
         return
     raise ApiServerError(
-        "the admission tier needs an API server: no etcd, kube-apiserver and kubectl were found"
+        "the admission tier needs an API server: no etcd and kube-apiserver were found"
         " (in $T9KJOBS_BIN_DIR, in ~/.cache/t9kjobs/bin/k8s-* as t9k-jobs' `make cluster-build`"
         " leaves them, or together on PATH), and KUBECONFIG is not set; build them, or give"
         " --t9kjobs-kubeconfig=PATH"

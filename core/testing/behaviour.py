@@ -232,7 +232,8 @@ def pods_follow_restart_policy(subject: Subject, example: Example) -> None:
             if replica_type is None or p.replica_type == replica_type
         ]
         if pods and not any(p.restart.policy == other for p in pods):
-            where = ".".join(str(s) for s in ["spec", *path, "restartPolicy"])
+            where = "spec" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
+            where += f".{_field_path(replica, 'restart_policy')}"
             rules = sorted({f"{p.name}: {p.restart.policy}" for p in pods})
             raise ContractViolation(
                 f"with {where}: {other}, the pods of that replica keep another restart policy"

@@ -190,9 +190,12 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
         from t9kjobs.testing import contracts
+        from t9kjobs.testing.admitted import crds_of
         from t9kjobs.testing.subject import load_subject
 
         subject = load_subject(self.plugin, self.folders, _tier(self.config))
+        if subject.manager is not None:  # every plugin's CRDs go to the server at once
+            _tier(self.config).expect(list(crds_of(subject).values()))
 
         def item(
             contract: contracts.Contract[Any], target: Any, param: str | None, **kw: Any

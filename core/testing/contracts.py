@@ -578,9 +578,6 @@ def invalid_example_is_rejected(subject: Subject, example: Example) -> None:
     missing = [p for p in expected if p not in paths]
     if problems and not missing and all(p.path for p in problems):
         return
-    answer = dry_run(subject, example)
-    if not refusal_names(answer, expected):
-        return
     if not problems:
         by_validate = f"{example.id} was accepted; it should be rejected at {', '.join(expected)}"
     else:
@@ -588,12 +585,21 @@ def invalid_example_is_rejected(subject: Subject, example: Example) -> None:
         by_validate = (
             f"{example.id} was rejected, but not at {', '.join(missing)}; the problems:\n  {listed}"
         )
+    try:
+        answer = dry_run(subject, example)
+    except ContractViolation as exc:
+        raise ContractViolation(f"{by_validate}\nand at admission: {exc}") from None
+    unnamed = refusal_names(answer, expected)
+    if not unnamed:
+        return
     if answer.admitted:
-        by_server = "the API server admits it too (`kubectl apply` would create the job)"
+        by_server = (
+            "the API server admits it too (`kubectl apply` would create the job): reject it in"
+            " t9kjobs_validate or by a rule of the spec model (its CRD), at the path it names"
+        )
     else:
         by_server = (
-            f"the API server refuses it, but not at {', '.join(refusal_names(answer, expected))}:"
-            f"\n  {answer.message}"
+            f"the API server refuses it, but not at {', '.join(unnamed)}:\n  {answer.message}"
         )
     raise ContractViolation(f"{by_validate}\n{by_server}")
 

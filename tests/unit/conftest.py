@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import yaml
 from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
+from t9kjobs.testing.apiserver import local_api_server
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -20,6 +22,14 @@ NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 @pytest.fixture(scope="session")
 def manager() -> PluginManager:
     return load_plugins()
+
+
+@pytest.fixture(scope="session")
+def kit_kubeconfig() -> Iterator[Path]:
+    """One API server (etcd and kube-apiserver of the local control plane, started in seconds)
+    for the conformance kit's admission tier in every kit run of the session."""
+    with local_api_server() as server:
+        yield server.kubeconfig
 
 
 @pytest.fixture
