@@ -44,8 +44,7 @@ _NO_SUCH_TYPE = "conformance-no-such-type"
 
 
 def compute_status_waits_for_restarting_replicas(subject: Subject, example: Example) -> None:
-    """A replica being restarted has not finished: no Succeeded while one the job waits for
-    restarts.
+    """No Succeeded while a replica the job waits for is restarting: it has not finished.
 
     For each replica, the others having succeeded: when `compute_status` gives no Succeeded
     verdict while that replica runs (the job waits for it), it must not give one while the
