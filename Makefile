@@ -9,10 +9,12 @@ include hack/cluster/cluster.mk
 
 .PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench soak chaos demo demo-sim mutate clean
 
+# EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
+# `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip "setuptools>=77"
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' $(if $(EDITABLE_MODE),--config-settings editable_mode=$(EDITABLE_MODE))
 	touch $(STAMP)
 
 venv: $(STAMP)
