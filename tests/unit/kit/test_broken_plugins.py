@@ -47,7 +47,9 @@ def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRu
 def test_succeeded_while_a_replica_restarts_fails(pytester: pytest.Pytester) -> None:
     run = kit_on(pytester, "conf_restarting", broken.RESTARTING_COUNTS_AS_DONE)
     report = only_failure(run.failed, "test_compute_status_waits_for_restarting_replicas[job.yaml]")
-    assert "contract violated: No Succeeded while a replica the job waits for is restarting" in report
+    assert (
+        "contract violated: No Succeeded while a replica the job waits for is restarting" in report
+    )
     assert (
         "returned Succeeded (NoneRunning) for conf-worker-0 Restarting, conf-worker-1 Succeeded,"
         " but no verdict while conf-worker-0 was Running"
