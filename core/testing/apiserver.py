@@ -87,11 +87,12 @@ def find_binaries() -> Path | None:
     return next((c for c in candidates if _has_all(c)), None)
 
 
-def _kubeconfig(path: Path, server: str, token: str) -> None:
+def _kubeconfig(path: Path, server: str, token: str, ca: Path) -> None:
+    """A kubeconfig trusting the server's own certificate (kube-apiserver made it at start)."""
     path.write_text(
         "apiVersion: v1\nkind: Config\n"
         f"clusters:\n- name: kit\n  cluster:\n    server: {server}\n"
-        "    insecure-skip-tls-verify: true\n"
+        f"    certificate-authority: {ca}\n"
         f"users:\n- name: kit\n  user:\n    token: {token}\n"
         "contexts:\n- name: kit\n  context: {cluster: kit, user: kit}\n"
         "current-context: kit\n"
@@ -203,9 +204,9 @@ def _started(binaries: Path) -> Iterator[ApiServer]:
             ],
         )
         server = f"https://127.0.0.1:{api_port}"
-        kubeconfig = folder / "kubeconfig"
-        _kubeconfig(kubeconfig, server, token)
         procs.wait("kube-apiserver", f"{server}/readyz", apiserver, token)
+        kubeconfig = folder / "kubeconfig"
+        _kubeconfig(kubeconfig, server, token, folder / "certs" / "apiserver.crt")
         yield ApiServer(kubeconfig, f"etcd and kube-apiserver started from {binaries}", True)
     finally:
         procs.stop()
