@@ -20,6 +20,7 @@ __all__ = [
     "SUBDOMAIN_WITHOUT_SERVICE",
     "UNCOMPILABLE_CEL_RULE",
     "UNKNOWN_TRAINING_CONTAINER",
+    "with_spec_rule",
 ]
 
 # Succeeded once nothing runs: a replica being restarted is neither running nor failed for good.
@@ -113,19 +114,26 @@ def t9kjobs_update_status(job, status):
 """
 )
 
-# A CEL rule naming a field the spec does not have: the API server refuses the CRD.
-UNCOMPILABLE_CEL_RULE = """
+
+def with_spec_rule(rule: str, message: str, field_path: str = "") -> str:
+    """The spec model with one more CEL rule (`x-kubernetes-validations`) on `spec`."""
+    extra = f', "fieldPath": {field_path!r}' if field_path else ""
+    return f"""
 from pydantic import ConfigDict
 
 
 class ConfJobSpec(ConfJobSpec):
-    model_config = ConfJobSpec.model_config | ConfigDict(json_schema_extra={
-        "x-kubernetes-validations": [{
-            "rule": "self.replicaSpecs.all(r, r.replicas <= self.maxReplicas)",
-            "message": "at most maxReplicas replicas of each type",
-        }]
-    })
+    model_config = ConfJobSpec.model_config | ConfigDict(json_schema_extra={{
+        "x-kubernetes-validations": [{{"rule": {rule!r}, "message": {message!r}{extra}}}]
+    }})
 """
+
+
+# A CEL rule naming a field the spec does not have: the API server refuses the CRD.
+UNCOMPILABLE_CEL_RULE = with_spec_rule(
+    "self.replicaSpecs.all(r, r.replicas <= self.maxReplicas)",
+    "at most maxReplicas replicas of each type",
+)
 
 # validate no longer checks containers, and the CRD has no rule about them either: the invalid
 # example (a replica without containers) is admitted by the API server and would run.
@@ -138,16 +146,6 @@ def t9kjobs_validate(job):
 
 # Not broken: a rule only the API server checks (validate does not), and an invalid example
 # that it refuses, at the path the example names.
-ADMISSION_ONLY_RULE = """
-from pydantic import ConfigDict
-
-
-class ConfJobSpec(ConfJobSpec):
-    model_config = ConfJobSpec.model_config | ConfigDict(json_schema_extra={
-        "x-kubernetes-validations": [{
-            "rule": "self.replicaSpecs.all(r, r.replicas <= 4)",
-            "message": "at most 4 replicas of each type",
-            "fieldPath": ".replicaSpecs",
-        }]
-    })
-"""
+ADMISSION_ONLY_RULE = with_spec_rule(
+    "self.replicaSpecs.all(r, r.replicas <= 4)", "at most 4 replicas of each type", ".replicaSpecs"
+)

@@ -30,12 +30,6 @@ from tests.unit.test_conformance import (
 pytest_plugins = ["pytester"]
 
 
-def only_failure(run_failed: dict[str, str], contract: str) -> str:
-    """The report of `contract`, the only one that failed."""
-    assert set(run_failed) == {contract}, set(run_failed)
-    return run_failed[contract]
-
-
 def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRun:
     """The kit on the good plugin with `source` appended, in place of the broken plugin
     `broken_name` (uninstalled: both serve ConfJob), the examples already written."""
@@ -44,69 +38,95 @@ def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRu
     return run_kit(pytester, f"{broken_name}_fixed")
 
 
-def test_succeeded_while_a_replica_restarts_fails(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_restarting", broken.RESTARTING_COUNTS_AS_DONE)
-    report = only_failure(run.failed, "test_compute_status_waits_for_restarting_replicas[job.yaml]")
-    assert (
-        "contract violated: No Succeeded while a replica the job waits for is restarting" in report
-    )
-    assert (
-        "returned Succeeded (NoneRunning) for conf-worker-0 Restarting, conf-worker-1 Succeeded,"
-        " but no verdict while conf-worker-0 was Running"
-    ) in report
-    assert "judge it as a running one" in report
+# (broken plugin, the one contract it fails, what the report says: the contract and the fix)
+BROKEN: list[tuple[str, str, list[str]]] = [
+    (
+        broken.RESTARTING_COUNTS_AS_DONE,
+        "test_compute_status_waits_for_restarting_replicas[job.yaml]",
+        [
+            "contract violated: No Succeeded while a replica the job waits for is restarting",
+            "returned Succeeded (NoneRunning) for conf-worker-0 Restarting, conf-worker-1"
+            " Succeeded, but no verdict while conf-worker-0 was Running",
+            "judge it as a running one",
+        ],
+    ),
+    (
+        broken.SUBDOMAIN_WITHOUT_SERVICE,
+        "test_subdomains_have_headless_services[job.yaml]",
+        [
+            "pod conf-worker-0 sets spec.subdomain 'conf', but the job creates no Service 'conf'",
+            "return t9kjobs.objects.headless_service(job) from t9kjobs_build_objects",
+        ],
+    ),
+    (
+        broken.UNKNOWN_TRAINING_CONTAINER,
+        "test_training_container_exists[job.yaml]",
+        [
+            "conf-worker-0: DesiredPod.training_container is 'trainer', but the pod's containers"
+            " are ['main']: name a container of the replica's template",
+        ],
+    ),
+    (
+        broken.RUN_MODE_PROBLEMS_DROPPED,
+        "test_validate_checks_run_mode[job.yaml]",
+        [
+            "spec.runMode.debug.replicaSpecs[0].type: 'conformance-no-such-type' names no replica"
+            " type of the job, and validate says nothing about it",
+            "t9kjobs.validation.run_mode_problems(spec.run_mode",
+        ],
+    ),
+    (
+        broken.RESTART_POLICY_IGNORED,
+        "test_pods_follow_restart_policy[job.yaml]",
+        [
+            "with spec.replicaSpecs[0].restartPolicy: Never, the pods of that replica keep"
+            " another restart policy (conf-worker-0: OnFailure, conf-worker-1: OnFailure)",
+            "RestartRule.of(replica.restart_policy)",
+        ],
+    ),
+    (
+        broken.STATUS_NEVER_FILLED,
+        "test_status_model_is_filled[ConfJob]",
+        [
+            "ConfJobStatus declares hosts, but the plugin implements no t9kjobs_update_status",
+        ],
+    ),
+]
 
 
-def test_a_subdomain_without_its_headless_service_fails(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_subdomain", broken.SUBDOMAIN_WITHOUT_SERVICE)
-    report = only_failure(run.failed, "test_subdomains_have_headless_services[job.yaml]")
-    assert (
-        "pod conf-worker-0 sets spec.subdomain 'conf', but the job creates no Service 'conf'"
-        in report
-    )
-    assert "return t9kjobs.objects.headless_service(job) from t9kjobs_build_objects" in report
-    fixed = fixed_run(pytester, "conf_subdomain", broken.FIXED_SUBDOMAIN)
-    assert fixed.failed == {}
+@pytest.mark.parametrize(
+    ("source", "contract", "says"),
+    BROKEN,
+    ids=["restarting", "subdomain", "training-container", "run-mode", "restart-policy", "status"],
+)
+def test_a_broken_plugin_fails_its_contract_only(
+    pytester: pytest.Pytester, source: str, contract: str, says: list[str]
+) -> None:
+    run = kit_on(pytester, "conf_broken", source)
+    assert set(run.failed) == {contract}, set(run.failed)
+    for text in says:
+        assert text in run.failed[contract]
 
 
-def test_a_training_container_the_pod_lacks_fails(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_container", broken.UNKNOWN_TRAINING_CONTAINER)
-    report = only_failure(run.failed, "test_training_container_exists[job.yaml]")
-    assert (
-        "conf-worker-0: DesiredPod.training_container is 'trainer', but the pod's containers"
-        " are ['main']"
-    ) in report
-
-
-def test_dropped_run_mode_problems_fail(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_run_mode", broken.RUN_MODE_PROBLEMS_DROPPED)
-    report = only_failure(run.failed, "test_validate_checks_run_mode[job.yaml]")
-    assert (
-        "spec.runMode.debug.replicaSpecs[0].type: 'conformance-no-such-type' names no replica"
-        " type of the job, and validate says nothing about it"
-    ) in report
-    assert "t9kjobs.validation.run_mode_problems(spec.run_mode" in report
-
-
-def test_an_ignored_restart_policy_fails(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_restart", broken.RESTART_POLICY_IGNORED)
-    report = only_failure(run.failed, "test_pods_follow_restart_policy[job.yaml]")
-    assert (
-        "with spec.replicaSpecs[0].restartPolicy: Never, the pods of that replica keep another"
-        " restart policy (conf-worker-0: OnFailure, conf-worker-1: OnFailure)"
-    ) in report
-    assert "RestartRule.of(replica.restart_policy)" in report
-
-
-def test_a_status_model_never_filled_fails(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_status", broken.STATUS_NEVER_FILLED)
-    report = only_failure(run.failed, "test_status_model_is_filled[ConfJob]")
-    assert (
-        "ConfJobStatus declares hosts, but the plugin implements no t9kjobs_update_status" in report
-    )
-    fixed = fixed_run(pytester, "conf_status", broken.FIXED_STATUS)
-    assert fixed.failed == {}
-    assert "test_status_model_is_filled[ConfJob]" in fixed.passed
+@pytest.mark.parametrize(
+    ("source", "fixed", "contract"),
+    [
+        (
+            broken.SUBDOMAIN_WITHOUT_SERVICE,
+            broken.FIXED_SUBDOMAIN,
+            "test_subdomains_have_headless_services[job.yaml]",
+        ),
+        (broken.STATUS_NEVER_FILLED, broken.FIXED_STATUS, "test_status_model_is_filled[ConfJob]"),
+    ],
+    ids=["subdomain", "status"],
+)
+def test_the_fix_the_kit_names_passes(
+    pytester: pytest.Pytester, source: str, fixed: str, contract: str
+) -> None:
+    assert contract in kit_on(pytester, "conf_broken", source).failed
+    run = fixed_run(pytester, "conf_broken", fixed)
+    assert run.failed == {}
+    assert contract in run.passed
 
 
 def test_an_uncompilable_cel_rule_fails_at_the_kit(
@@ -133,7 +153,8 @@ def test_an_invalid_example_the_api_server_admits_fails(
     run = kit_on(
         pytester, "conf_admitted", broken.INVALID_EXAMPLE_ADMITTED, kubeconfig=kit_kubeconfig
     )
-    report = only_failure(run.failed, "test_invalid_example_is_rejected[invalid/bad.yaml]")
+    assert set(run.failed) == {"test_invalid_example_is_rejected[invalid/bad.yaml]"}
+    report = run.failed["test_invalid_example_is_rejected[invalid/bad.yaml]"]
     assert f"invalid/bad.yaml was accepted; it should be rejected at {INVALID_PATH}" in report
     assert "the API server admits it too (`kubectl apply` would create the job)" in report
 
