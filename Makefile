@@ -53,8 +53,11 @@ tools:
 	@bash hack/install-tools.sh
 
 # The conformance kit on the bundled plugins and on the template plugin, installed beside the
-# project the way a third party's would be (into build/, so it stays out of crds/).
+# project the way a third party's would be (into build/, so it stays out of crds/). Its
+# admission tier starts etcd and kube-apiserver of the local control plane (built first when
+# missing; docs/conformance.md).
 PLUGIN_TEMPLATE := build/plugin-template
+conformance: export T9KJOBS_BIN_DIR = $(shell bash hack/cluster/build.sh)
 conformance: $(STAMP)
 	$(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=generic,pytorch,deepspeed,colossalai --t9kjobs-examples=examples
 	rm -rf $(PLUGIN_TEMPLATE) && $(BIN)/pip install --quiet --no-build-isolation --no-deps --target $(PLUGIN_TEMPLATE) ./examples/plugin-template

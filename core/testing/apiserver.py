@@ -214,13 +214,16 @@ def _started(binaries: Path) -> Iterator[ApiServer]:
 
 
 @contextlib.contextmanager
-def local_api_server(kubeconfig: str | None = None) -> Iterator[ApiServer]:
-    """The API server the admission tier uses (see the module's docstring), for a `with`."""
+def local_api_server(
+    kubeconfig: str | None = None, binaries: Path | None = None
+) -> Iterator[ApiServer]:
+    """The API server the admission tier uses (see the module's docstring), for a `with`;
+    `binaries` names the folder of etcd and kube-apiserver instead of looking for one."""
     if kubeconfig:
         config = Path(kubeconfig)
         yield ApiServer(config, f"--t9kjobs-kubeconfig={config}")
         return
-    binaries = find_binaries()
+    binaries = binaries or find_binaries()
     if binaries is not None:
         with _started(binaries) as server:
             yield server

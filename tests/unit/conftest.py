@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,8 +28,15 @@ def manager() -> PluginManager:
 @pytest.fixture(scope="session")
 def kit_kubeconfig() -> Iterator[Path]:
     """One API server (etcd and kube-apiserver of the local control plane, started in seconds)
-    for the conformance kit's admission tier in every kit run of the session."""
-    with local_api_server() as server:
+    for the conformance kit's admission tier in every kit run of the session. The binaries come
+    from hack/cluster/build.sh: built (once, minutes) when the cache lacks them."""
+    built = subprocess.run(
+        ["bash", str(REPO / "hack" / "cluster" / "build.sh")],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    with local_api_server(binaries=Path(built.stdout.strip())) as server:
         yield server.kubeconfig
 
 
