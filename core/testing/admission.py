@@ -21,7 +21,6 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,15 @@ from t9kjobs.controller.transport import ApiError, Transport, load_configuration
 from t9kjobs.testing.apiserver import ApiServer, ApiServerError, local_api_server
 from t9kjobs.testing.subject import ContractViolation
 
-__all__ = ["NAMESPACE", "AdmissionTier", "DryRun", "field_of_schema_path"]
+__all__ = [
+    "NAMESPACE",
+    "AdmissionTier",
+    "DryRun",
+    "explain_crd_refusal",
+    "field_of_schema_path",
+    "pruned_fields",
+    "refusal_names",
+]
 
 NAMESPACE = "t9kjobs-conformance"
 _TIMEOUT = 60
@@ -107,7 +114,7 @@ class AdmissionTier:
 
     def __init__(self, kubeconfig: str | None = None) -> None:
         self._kubeconfig = kubeconfig
-        self._stack = ExitStack()
+        self._stack = contextlib.ExitStack()
         self._server: ApiServer | None = None
         self._transport: Transport | None = None
         self._error: str | None = None
