@@ -125,7 +125,10 @@ class AdmissionTier:
 
     @property
     def origin(self) -> str:
-        return self._server.origin if self._server else "not used (no contract needed it)"
+        """Which API server the session uses, for the report's summary."""
+        if self._server is not None:
+            return self._server.origin
+        return "none (see the failures)" if self._error else "not used (no contract needed it)"
 
     def api(self) -> Transport:
         """The session's API server (started on the first call); a violation if none."""
@@ -134,10 +137,12 @@ class AdmissionTier:
                 self._server = self._stack.enter_context(local_api_server(self._kubeconfig))
                 self._transport = Transport(load_configuration(str(self._server.kubeconfig)))
                 self._namespace(self._transport)
-            except (ApiServerError, ApiError, OSError, ValueError) as exc:
+            except ApiServerError as exc:
                 self._error = str(exc)
+            except (ApiError, OSError, ValueError) as exc:
+                self._error = f"the admission tier's API server ({self.origin}) fails: {exc}"
         if self._transport is None:
-            raise ContractViolation(f"admission tier: {self._error}")
+            raise ContractViolation(str(self._error))
         return self._transport
 
     @staticmethod

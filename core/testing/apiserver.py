@@ -65,11 +65,16 @@ def _get(url: str, token: str | None) -> int:
         return exc.code
 
 
-def _cache_bin_dirs() -> list[Path]:
+def _cache_bins() -> Path:
+    """Where t9k-jobs' local control plane keeps its binaries (hack/cluster/common.sh)."""
     root = os.environ.get("T9KJOBS_CACHE") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "t9kjobs"
     )
-    found = Path(root, "bin").glob("k8s-*")
+    return Path(root, "bin")
+
+
+def _cache_bin_dirs() -> list[Path]:
+    found = _cache_bins().glob("k8s-*")
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
@@ -234,7 +239,7 @@ def local_api_server(
         return
     raise ApiServerError(
         "the admission tier needs an API server: no etcd and kube-apiserver were found"
-        " (in $T9KJOBS_BIN_DIR, in ~/.cache/t9kjobs/bin/k8s-* as t9k-jobs' `make cluster-build`"
+        f" (in $T9KJOBS_BIN_DIR, in {_cache_bins()}/k8s-* as t9k-jobs' `make cluster-build`"
         " leaves them, or together on PATH), and KUBECONFIG is not set; build them, or give"
         " --t9kjobs-kubeconfig=PATH"
     )

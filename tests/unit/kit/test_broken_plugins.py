@@ -172,3 +172,24 @@ def test_an_invalid_example_refused_at_admission_only_passes(
     run = run_kit(pytester, "conf_cel_only", kubeconfig=kit_kubeconfig)
     assert run.failed == {}
     assert run.passed == {*ALL_CONTRACTS, "test_invalid_example_is_rejected[invalid/too-many.yaml]"}
+
+
+def test_without_an_api_server_the_admission_tests_fail_saying_where_it_looked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("T9KJOBS_BIN_DIR", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("T9KJOBS_CACHE", str(pytester.path / "no-cache"))
+    monkeypatch.setenv("PATH", str(pytester.path / "no-bin"))
+    install_plugin(pytester, "conf_serverless", GOOD_PLUGIN)
+    write_examples(pytester)
+    recorder = pytester.inline_run("--t9kjobs-conformance=conf_serverless")
+    failed = {r.nodeid.split("::")[1]: r.longreprtext for r in recorder.listoutcomes()[2]}
+    assert set(failed) == {
+        "test_crd_is_accepted_by_the_api_server[ConfJob]",
+        "test_example_is_admitted[job.yaml]",
+    }
+    for report in failed.values():
+        assert "the admission tier needs an API server: no etcd and kube-apiserver" in report
+        assert f"in {pytester.path / 'no-cache'}/bin/k8s-*" in report
+        assert "give --t9kjobs-kubeconfig=PATH" in report
