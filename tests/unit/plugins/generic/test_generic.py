@@ -103,7 +103,7 @@ def test_no_service_without_spec_service(manager: PluginManager) -> None:
         (
             lambda d: d["spec"].update(cleanUpPolicy="Some"),
             "spec.cleanUpPolicy",
-            "'All', 'Unfinished' or 'None'",
+            "one of `All`, `Unfinished` or `None`",
         ),
         (
             lambda d: d["spec"]["replicaSpecs"][0].update(restartPolicy="Sometimes"),
@@ -298,7 +298,11 @@ def test_named_ports_still_resolve_with_app_protocol_and_long_names(
             "spec.service.ports[1]",
             "port 80/TCP is repeated",
         ),
-        ([{"port": 1, "protocol": "HTTP"}], "spec.service.ports[0].protocol", "'TCP'"),
+        (
+            [{"port": 1, "protocol": "HTTP"}],
+            "spec.service.ports[0].protocol",
+            "one of `TCP`, `UDP` or `SCTP`",
+        ),
         ([{"port": 1, "appProtocol": "not a name"}], "spec.service.ports[0].appProtocol", ""),
         ([{"name": "Torch", "port": 1}], "spec.service.ports[0].name", "pattern"),
     ],
