@@ -9,10 +9,12 @@ include hack/cluster/cluster.mk
 
 .PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale soak chaos demo demo-sim mutate clean
 
+# EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
+# `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip "setuptools>=77"
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' $(if $(EDITABLE_MODE),--config-settings editable_mode=$(EDITABLE_MODE))
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -51,8 +53,11 @@ tools:
 	@bash hack/install-tools.sh
 
 # The conformance kit on the bundled plugins and on the template plugin, installed beside the
-# project the way a third party's would be (into build/, so it stays out of crds/).
+# project the way a third party's would be (into build/, so it stays out of crds/). Its
+# admission tier starts etcd and kube-apiserver of the local control plane (built first when
+# missing; docs/conformance.md).
 PLUGIN_TEMPLATE := build/plugin-template
+conformance: export T9KJOBS_BIN_DIR = $(shell bash hack/cluster/build.sh)
 conformance: $(STAMP)
 	$(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=generic,pytorch,deepspeed,colossalai --t9kjobs-examples=examples
 	rm -rf $(PLUGIN_TEMPLATE) && $(BIN)/pip install --quiet --no-build-isolation --no-deps --target $(PLUGIN_TEMPLATE) ./examples/plugin-template

@@ -43,13 +43,28 @@ _WANTED = {
     "int_parsing": "an integer",
     "int_from_float": "a whole number",
     "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
     "string_type": "a string",
     "bool_type": "true or false",
+    "bool_parsing": "true or false",
     "list_type": "a list",
     "dict_type": "a mapping",
     "model_type": "a mapping",
     "model_attributes_type": "a mapping",
 }
+_BOUNDS = {
+    "greater_than_equal": ("ge", ">="),
+    "less_than_equal": ("le", "<="),
+    "greater_than": ("gt", ">"),
+    "less_than": ("lt", "<"),
+}
+# Errors of a union member whose form (string, number) the given mapping or list did not take.
+_FORM_MISMATCH = frozenset({"literal_error", "enum", *_WANTED})
+# pydantic's wording of an error type no rule here knows: `Input should be ...` -> `must be ...`.
+_PYDANTIC_SUBJECT = re.compile(
+    r"^(Input|String|List|Dictionary|Tuple|Set|Value|Decimal|Object|Data|Number) should "
+)
 _YAML_BOOLEANS = (
     " (YAML reads an unquoted yes, no, on, off, y or n as a boolean, as kubectl does: quote it)"
 )
@@ -131,7 +146,44 @@ def schema_at(schema: Json | None, parts: Iterable[int | str]) -> Json | None:
     return node
 
 
+def _one_of(expected: Any) -> list[str]:
+    return re.findall(r"'([^']*)'", str(expected))
+
+
+def _choices(values: list[str]) -> str:
+    shown = [f"`{v}`" for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" or {shown[-1]}"
+
+
+def _sized(kind: str, ctx: dict[str, Any], given: Any) -> str:
+    things = "characters" if kind.startswith("string_") else "items"
+    if kind.endswith("too_short"):
+        least = ctx.get("min_length")
+        unit = things[:-1] if least == 1 else things
+        return f"must have at least {least} {unit}, got {_size(given)}"
+    most = ctx.get("max_length")
+    return f"must have at most {most} {things}, got {_size(given)}"
+
+
+def _size(given: Any) -> str:
+    return f"{len(given)}" if isinstance(given, str | list | dict) else describe(given)
+
+
+def _wanted(wanted: str, given: Any) -> str:
+    hint = ""
+    if wanted == "a string" and isinstance(given, bool):
+        hint = _YAML_BOOLEANS
+    elif wanted == "a string" and isinstance(given, int | float):
+        hint = " (quote it to make it a string)"
+    elif wanted == "an integer" and isinstance(given, str) and given.strip().isdigit():
+        hint = " (remove the quotes to make it a number)"
+    elif wanted == "an integer" and isinstance(given, float) and given.is_integer():
+        hint = " (beyond what a 64-bit integer holds)" if abs(given) >= 2**63 else ""
+    return f"must be {wanted}, got {describe(given)}{hint}"
+
+
 def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> str:
+    """pydantic's error in the project's words (never pydantic's "Input should be ...")."""
     kind, given = err["type"], err.get("input")
     ctx = err.get("ctx") or {}
     if kind == "extra_forbidden" and parts:
@@ -140,28 +192,37 @@ def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> 
         return "unknown field" + did_you_mean(parts[-1], names)
     if kind == "missing":
         return "required field is missing"
-    if kind == "literal_error":
-        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
-        return str(err["msg"]) + did_you_mean(given, expected)
-    if kind in ("greater_than_equal", "less_than_equal"):
-        bound = ctx.get("ge", ctx.get("le"))
-        sign = ">=" if kind == "greater_than_equal" else "<="
-        return f"must be {sign} {bound}"
+    if kind in ("literal_error", "enum"):
+        expected = _one_of(ctx.get("expected", ""))
+        return (
+            f"must be {'one of ' if len(expected) > 2 else ''}{_choices(expected)},"
+            f" got {describe(given)}" + did_you_mean(given, expected)
+        )
+    if kind in _BOUNDS:
+        key, sign = _BOUNDS[kind]
+        return f"must be {sign} {ctx.get(key)}"
+    if kind == "multiple_of":
+        return f"must be a multiple of {ctx.get('multiple_of')}, got {describe(given)}"
+    if kind in ("too_short", "too_long", "string_too_short", "string_too_long"):
+        return _sized(kind, ctx, given)
+    if kind == "int_parsing_size":
+        return f"must be an integer a 64-bit integer holds, got {describe(given)}"
     if kind in _WANTED:
-        wanted = _WANTED[kind]
-        hint = ""
-        if wanted == "a string" and isinstance(given, bool):
-            hint = _YAML_BOOLEANS
-        elif wanted == "a string" and isinstance(given, int | float):
-            hint = " (quote it to make it a string)"
-        elif wanted == "an integer" and isinstance(given, str) and given.strip().isdigit():
-            hint = " (remove the quotes to make it a number)"
-        elif wanted == "an integer" and isinstance(given, float) and given.is_integer():
-            hint = " (beyond what a 64-bit integer holds)" if abs(given) >= 2**63 else ""
-        return f"must be {wanted}, got {describe(given)}{hint}"
+        return _wanted(_WANTED[kind], given)
     if kind == "string_pattern_mismatch":
-        return f"{err['msg']}, got {describe(given)}"
-    return str(err["msg"]).removeprefix("Value error, ")
+        return f"must match the pattern `{ctx.get('pattern')}`, got {describe(given)}"
+    text = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return _PYDANTIC_SUBJECT.sub("must ", text)
+
+
+def _merged(messages: list[str]) -> str:
+    """The alternatives of a union on one line: `must be A or a mapping, got the string 'x'`."""
+    got = {m.rpartition(", got ")[2] for m in messages if ", got " in m}
+    if len(got) != 1 or not all(", got " in m for m in messages):
+        return " or ".join(messages)
+    heads = [m.rpartition(", got ")[0] for m in messages]
+    heads = [heads[0], *(h.removeprefix("must be ") for h in heads[1:])]
+    return " or ".join(heads) + f", got {got.pop()}"
 
 
 def problems_from_validation_error(
@@ -173,10 +234,21 @@ def problems_from_validation_error(
     locations), `schema` its structural schema (the CRD's), for the names an unknown field may
     have meant."""
     by_path: dict[str, list[str]] = {}
+    mismatched: set[str] = set()  # paths with errors of a union member's form not taken
+    other: set[str] = set()
     for err in exc.errors():
         parts = field_parts(tuple(err["loc"]), data, missing=err["type"] == "missing")
         path = path_of(prefix, parts)
         msg = _message(err, parts, schema)
         if msg not in by_path.setdefault(path, []):
             by_path[path].append(msg)
-    return [Problem(path, " or ".join(msgs)) for path, msgs in by_path.items()]
+        if err["type"] in _FORM_MISMATCH and isinstance(err.get("input"), dict | list):
+            mismatched.add(path)
+        else:
+            other.add(path)
+    # A mapping given where a string or a mapping may go took the mapping form: its own fields'
+    # problems say what is wrong, not that it is no string.
+    deeper = {p for p in by_path for q in by_path if q != p and q.startswith((p + ".", p + "["))}
+    for path in (mismatched - other) & deeper:
+        del by_path[path]
+    return [Problem(path, _merged(msgs)) for path, msgs in by_path.items()]

@@ -37,11 +37,13 @@ __all__ = [
     "object_key",
     "owner_labels",
     "owner_reference",
+    "pod_host",
     "pod_name",
     "secret",
     "service",
     "set_env",
     "spec_hash",
+    "training_container",
 ]
 
 Obj = dict[str, Any]
@@ -164,14 +166,26 @@ def new_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+def training_container(template: Obj, preferred: str | None = None) -> tuple[int, Obj] | None:
+    """(index, container) of the training container of a pod or a pod template: the container
+    named `preferred`, else the first one; None when there is no container (or no spec).
+
+    The index is for field paths (`...template.spec.containers[<index>]`); the container is
+    the template's own dict, to read, or to edit in a pod the plugin builds. Set the pod's
+    `DesiredPod.training_container` to its name: its exit code is the replica's.
+    """
+    containers: list[Obj] = (template.get("spec") or {}).get("containers") or []
+    if preferred:
+        for i, c in enumerate(containers):
+            if c.get("name") == preferred:
+                return i, c
+    return (0, containers[0]) if containers else None
+
+
 def find_container(pod: Obj, preferred: str | None = None) -> Obj | None:
     """The container named `preferred`, else the first one; None for a pod without containers."""
-    containers: list[Obj] = pod["spec"].get("containers") or []
-    if preferred:
-        for c in containers:
-            if c.get("name") == preferred:
-                return c
-    return containers[0] if containers else None
+    found = training_container(pod, preferred)
+    return found[1] if found is not None else None
 
 
 def gpu_count(container: Obj) -> int | None:
@@ -198,7 +212,11 @@ def set_env(container: Obj, values: dict[str, str]) -> None:
 
 
 def headless_service(job: Job, name: str | None = None) -> Obj:
-    """The Service that gives every pod of the job a DNS name `<pod>.<job>`, ready or not."""
+    """The Service that gives every pod of the job a DNS name `<pod>.<job>`, ready or not.
+
+    For the pods built with `new_pod(..., subdomain=job.name)`; `pod_host` names them. A pod
+    whose `subdomain` no headless Service of that name matches has no DNS name.
+    """
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -209,6 +227,12 @@ def headless_service(job: Job, name: str | None = None) -> Obj:
             "selector": owner_labels(job),
         },
     }
+
+
+def pod_host(job: Job, pod: str) -> str:
+    """`<pod>.<job>`: the DNS name of the job's pod `pod` through its headless Service, which
+    resolves before the pod is ready (the hosts of a hostfile, a rendezvous address)."""
+    return f"{pod}.{job.name}"
 
 
 def service(

@@ -6,7 +6,9 @@ and is rendered from its source of truth, so the guide cannot drift from the cod
 * `versioning`: the versioning policy in the `t9kjobs.hooks` module docstring;
 * `contracts`: the conformance kit's contracts (`t9kjobs.testing.contracts`), from their checks'
   docstrings;
-* `hooks`: every hookspec of `t9kjobs.hooks.JobHooks`, its signature and docstring;
+* `hooks`: every hookspec of `t9kjobs.hooks.JobHooks`, its signature and docstring, and its
+  worked example (hack/guide_examples.py: run on every rendering, so it cannot rot);
+* `models`: every model `t9kjobs.models` exports, field by field (hack/guide_models.py);
 * `types`: the value types of the hook API (`KindInfo`, `Problem`, `ReplicaState`, `Verdict`,
   `DesiredPod`, `Lifecycle`), as their source;
 * `builders`: the helpers a plugin builds its objects with, signature and docstring;
@@ -25,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import docsections  # hack/docsections.py, beside this script
+import guide_examples
+import guide_models
 
-from t9kjobs import hooks, kinds, models, objects, ssh, templating, validation
+from t9kjobs import hooks, kinds, models, objects, ssh, templating, tensorboard, validation
 from t9kjobs.testing import contracts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,6 +86,7 @@ def render_contracts() -> str:
 
 def render_hooks() -> str:
     out = []
+    names = guide_examples.namespace()
     for name, fn in vars(hooks.JobHooks).items():
         if not name.startswith("t9kjobs_"):
             continue
@@ -94,6 +99,7 @@ def render_hooks() -> str:
             f"### `{name}`\n\n*{family}*\n\n```python\n@hookimpl\n"
             f"def {_signature(fn, name)}: ...\n```\n\n{inspect.getdoc(fn)}\n"
         )
+        out.append("**Worked example.** " + "\n".join(guide_examples.render_example(name, names)))
     return "\n".join(out)
 
 
@@ -113,10 +119,12 @@ _BUILDERS: list[tuple[Any, list[str]]] = [
         [
             "new_pod",
             "pod_name",
+            "training_container",
             "find_container",
             "gpu_count",
             "set_env",
             "headless_service",
+            "pod_host",
             "service",
             "config_map",
             "secret",
@@ -125,6 +133,7 @@ _BUILDERS: list[tuple[Any, list[str]]] = [
         ],
     ),
     (ssh, ["ssh_secret", "mount_ssh", "start_sshd_script", "wait_for_sshd_script"]),
+    (tensorboard, ["tensorboard_spec_field", "tensorboard_objects", "tensorboard_status"]),
     (templating, ["render_template"]),
     (validation, ["run_mode_problems"]),
 ]
@@ -142,7 +151,7 @@ def render_builders() -> str:
     return "\n".join(out)
 
 
-_LANGUAGES = {".py": "python", ".toml": "toml", ".yaml": "yaml", ".j2": "jinja"}
+_LANGUAGES = {".py": "python", ".toml": "toml", ".yaml": "yaml", ".j2": "jinja", ".sh": "sh"}
 
 
 def _template_files() -> Iterator[Path]:
@@ -152,6 +161,8 @@ def _template_files() -> Iterator[Path]:
     yield from sorted((package / "templates").glob("*.j2"))
     yield TEMPLATE / "examples" / "pi.yaml"
     yield from sorted((TEMPLATE / "examples" / "invalid").glob("*.yaml"))
+    yield from sorted((TEMPLATE / "tests").glob("*.py"))
+    yield TEMPLATE / "ci.sh"
 
 
 def render_template_files() -> str:
@@ -165,6 +176,7 @@ def render_template_files() -> str:
 
 RENDERERS: dict[str, Callable[[], str]] = {
     "versioning": render_versioning,
+    "models": guide_models.render_models,
     "contracts": render_contracts,
     "hooks": render_hooks,
     "types": render_types,

@@ -19,6 +19,9 @@ __all__ = ["ApiModel", "drop_nulls", "dump", "field_spellings", "wire_names"]
 
 
 class ApiModel(BaseModel):
+    """The base of every API model: camelCase on the wire, unknown fields refused, an explicit
+    null read as an absent field."""
+
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,

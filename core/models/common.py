@@ -120,8 +120,12 @@ class RestartRule(ApiModel):
     restart a failing replica for ever.
     """
 
-    policy: RestartPolicyType
-    limit: int | None = None
+    policy: RestartPolicyType = Field(description="The policy the engine applies.")
+    limit: int | None = Field(
+        default=None,
+        description="Restarts of one replica allowed; None: bounded by runPolicy.backoffLimit"
+        " only.",
+    )
 
     @classmethod
     def of(cls, value: RestartPolicyType | RestartPolicy) -> RestartRule:

@@ -169,13 +169,19 @@ class Job(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    api_version: str = API_VERSION
-    kind: str
-    metadata: ObjectMeta
-    spec: JobSpec
-    status: JobStatus = Field(default_factory=JobStatus)
-    # The manifest as received, for what the models do not cover.
-    raw: dict[str, Any] = Field(default_factory=dict, repr=False)
+    api_version: str = Field(default=API_VERSION, description="`apiVersion` of the manifest.")
+    kind: str = Field(description="The kind, e.g. `MPIJob`: which plugin answers its hooks.")
+    metadata: ObjectMeta = Field(description="Name, namespace, uid, labels, annotations.")
+    spec: JobSpec = Field(description="The spec, an instance of the kind's spec model.")
+    status: JobStatus = Field(
+        default_factory=JobStatus,
+        description="The status as last written, an instance of the kind's status model.",
+    )
+    raw: dict[str, Any] = Field(
+        default_factory=dict,
+        repr=False,
+        description="The manifest as received, for what the models do not cover.",
+    )
 
     @property
     def name(self) -> str:

@@ -159,6 +159,8 @@ class PodTemplateShape(_Shape):
 
 
 def _check_shape(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A pod template, kept as a plain dict and checked against `PodTemplateShape` (also its
+    schema in the CRD); fields the shape does not list are kept as written."""
     template = handler(value)
     PodTemplateShape.model_validate(template, strict=True, by_alias=True, by_name=False)
     return template

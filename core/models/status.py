@@ -35,6 +35,7 @@ __all__ = [
     "Aggregate",
     "ConditionType",
     "ContainerStatus",
+    "DependentStatus",
     "JobCondition",
     "JobPhase",
     "JobStatus",
@@ -137,6 +138,23 @@ class Aggregate(_StatusModel):
     failed: int = Field(default=0, description="Replicas whose pod Failed.")
     unknown: int = Field(default=0, description="Replicas whose pod state is Unknown.")
     deleted: int = Field(default=0, description="Replicas whose pod was deleted.")
+
+
+class DependentStatus(ApiModel):
+    """The status of a child object the job depends on (its TensorBoard)."""
+
+    # Status is ours to write; fields added by a newer operator must not break an older one.
+    model_config = ApiModel.model_config | ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, description="Name of the sub-resource.")
+    dependent: dict[str, Any] | None = Field(
+        default=None, description="ObjectReference of the Kubernetes object."
+    )
+    ready: bool = Field(default=False, description="Whether the sub-resource is ready to work.")
+    reason: str | None = Field(default=None, description="Why it is in this status.")
+    action: str | None = Field(default=None, description="Action taken to reconcile it.")
+    note: str | None = Field(default=None, description="More information about this status.")
+    type: str | None = Field(default=None, description="Normal or Warning.")
 
 
 class JobCondition(_KeepsUnknownFields):

@@ -61,6 +61,7 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         # the cleanup is finished by the next operator. Its status stays as it finished.
         failed = status.condition("Failed")
         deadline = failed is not None and failed.reason == "DeadlineExceeded"
+        _settle_replicas(status, observed)
         return _result(before, status, delete=_cleanup(observed, life, deadline=deadline))
     status.run_mode = life.run_mode.name
     if life.run_mode.paused:
@@ -381,6 +382,45 @@ def _containers(pod: Obj) -> list[ContainerStatus]:
     return out
 
 
+def _settle_replicas(status: JobStatus, observed: Observed) -> None:
+    """A finished job's replicas that were still active when it finished get the phase their
+    pod ends in, or Deleted once it is stopped or gone; phases already final never change.
+
+    A job can finish while some of its pods run on: a PyTorchTrainingJob succeeds when its
+    master does, and the other ranks exit a moment later (seen on the real node: the status
+    said 1 succeeded and 2 running for ever after all three had trained). The counts then say
+    how every replica ended, as those recorded at the finish do."""
+    pods = {p["metadata"]["name"]: p for p in observed.pods()}
+    settled = False
+    for task in status.tasks:
+        for replica in task.replicas:
+            if replica.phase not in _ACTIVE or replica.uid is None:
+                continue  # ended, or never had a pod (Creating): nothing to follow
+            pod = pods.get(replica.name)
+            if pod is not None and pod["metadata"].get("uid") != replica.uid:
+                pod = None  # another incarnation: the one recorded is gone
+            phase = str((pod.get("status") or {}).get("phase")) if pod is not None else ""
+            if phase in _FINAL_POD_PHASES:
+                replica.phase, replica.containers = phase, _containers(pod or {})
+            elif pod is None or pod["metadata"].get("deletionTimestamp"):
+                replica.phase, replica.containers = "Deleted", []
+            else:
+                continue
+            settled = True
+    if settled:
+        status.aggregate = _aggregate(status.tasks)
+
+
+def _aggregate(tasks: Sequence[TaskStatus]) -> Aggregate:
+    """How many replicas are in each phase; a phase the model has no count for is unknown."""
+    aggregate = Aggregate()
+    for replica in (r for task in tasks for r in task.replicas):
+        field = replica.phase.lower()
+        field = field if field in Aggregate.model_fields else "unknown"
+        setattr(aggregate, field, getattr(aggregate, field) + 1)
+    return aggregate
+
+
 def _write_replicas(
     status: JobStatus,
     pods: list[DesiredPod],
@@ -391,7 +431,6 @@ def _write_replicas(
     recorded_by_type = {t.type: t.restart_count for t in status.tasks}
     recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
     tasks: dict[str, TaskStatus] = {}
-    aggregate = Aggregate()
     new_restarts: dict[str, int] = {}
     for desired in pods:
         pod = pods_by_name.get(desired.name)
@@ -411,8 +450,6 @@ def _write_replicas(
                 restart_count=restarts,
             )
         )
-        field = phase.lower() if phase.lower() in Aggregate.model_fields else "unknown"
-        setattr(aggregate, field, getattr(aggregate, field) + 1)
     # A type's count never goes back: the restarts of replicas scaled away stay counted, and
     # a type scaled to nothing keeps its entry while it has any.
     for type_, before in recorded_by_type.items():
@@ -422,7 +459,7 @@ def _write_replicas(
         elif before > 0:
             tasks[type_] = TaskStatus(type=type_, restart_count=before)
     status.tasks = list(tasks.values())
-    status.aggregate = aggregate
+    status.aggregate = _aggregate(status.tasks)
 
 
 def _phase_and_conditions(

@@ -13,6 +13,11 @@ per kind or example: `test_crd_is_structural[MPIJob]`, `test_hooks_do_no_io[pi.y
 each marked `t9kjobs_conformance`. Without test paths on the command line only the kit runs
 (the configured `testpaths` are not collected); with paths, their tests run too.
 
+The admission tier (`t9kjobs.testing.admission`) checks the CRDs and the examples on a real API
+server: one per kit session, shared by every plugin checked in it, started at its first use from
+the local control plane's binaries (or the cluster of `--t9kjobs-kubeconfig`; see
+`t9kjobs.testing.apiserver`), stopped when the session ends. The summary says which it used.
+
 The engine is imported only once the kit is asked for, so a plain pytest run pays nothing.
 """
 
@@ -28,6 +33,8 @@ import pytest
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
+    from t9kjobs.testing.admission import AdmissionTier
+
 __all__ = [
     "MARKER",
     "ConformanceSuite",
@@ -35,10 +42,13 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_make_collect_report",
+    "pytest_terminal_summary",
+    "pytest_unconfigure",
 ]
 
 MARKER = "t9kjobs_conformance"
 _DEFAULT_EXAMPLES = "examples"
+_TIER = pytest.StashKey["AdmissionTier"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,6 +72,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder of the plugin's example jobs, searched recursively; invalid ones under an"
         " invalid/ folder (repeatable; default: ./examples)",
     )
+    group.addoption(
+        "--t9kjobs-kubeconfig",
+        default=None,
+        metavar="PATH",
+        dest="t9kjobs_kubeconfig",
+        help="the admission tier's cluster (default: etcd and kube-apiserver started for the"
+        " session from t9k-jobs' local control plane binaries, else $KUBECONFIG); the kit"
+        " creates the plugin's CRDs there and deletes them when it ends",
+    )
 
 
 def _plugin_names(config: pytest.Config) -> list[str]:
@@ -83,6 +102,28 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         # No paths were given: run the kit alone rather than the configured testpaths too.
         config.args = []
+
+
+def _tier(config: pytest.Config) -> AdmissionTier:
+    """The session's admission tier (its API server starts when a contract first needs it)."""
+    if _TIER not in config.stash:
+        from t9kjobs.testing.admission import AdmissionTier
+
+        config.stash[_TIER] = AdmissionTier(config.getoption("t9kjobs_kubeconfig"))
+    return config.stash[_TIER]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _TIER in config.stash:
+        terminalreporter.write_line(
+            f"t9kjobs-conformance admission tier: {config.stash[_TIER].origin}"
+        )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _TIER in config.stash:
+        config.stash[_TIER].close()
+        del config.stash[_TIER]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -149,9 +190,12 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
         from t9kjobs.testing import contracts
+        from t9kjobs.testing.admitted import crds_of
         from t9kjobs.testing.subject import load_subject
 
-        subject = load_subject(self.plugin, self.folders)
+        subject = load_subject(self.plugin, self.folders, _tier(self.config))
+        if subject.manager is not None:  # every plugin's CRDs go to the server at once
+            _tier(self.config).expect(list(crds_of(subject).values()))
 
         def item(
             contract: contracts.Contract[Any], target: Any, param: str | None, **kw: Any

@@ -14,15 +14,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 import yaml
 
 from t9kjobs.crds import CrdError, crd_filename, crd_for, crd_yaml
-from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
+from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import JobError
-from t9kjobs.manager import KindHooks
 from t9kjobs.models import FINISHED_PHASES, Job, JobSpec, JobStatus
 from t9kjobs.objects import (
     LABEL_OWNER_KIND,
@@ -34,12 +32,30 @@ from t9kjobs.objects import (
     owner_reference,
     pod_name,
 )
-from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.testing.admission import refusal_names
+from t9kjobs.testing.admitted import (
+    crd_is_accepted_by_the_api_server,
+    dry_run,
+    example_is_admitted,
+)
+from t9kjobs.testing.behaviour import (
+    compute_status_waits_for_restarting_replicas,
+    pods_follow_restart_policy,
+    status_model_is_filled,
+    subdomains_have_headless_services,
+    training_container_exists,
+    validate_checks_run_mode,
+)
+from t9kjobs.testing.calls import EXIT_CODE as _EXIT_CODE
+from t9kjobs.testing.calls import build_pods as _build_pods
+from t9kjobs.testing.calls import describe as _describe
+from t9kjobs.testing.calls import plan_at
+from t9kjobs.testing.calls import status_setup as _status_setup
+from t9kjobs.testing.calls import verdict as _verdict
 from t9kjobs.testing.examples import REJECTED_AT, Example
 from t9kjobs.testing.noio import HookIOError
 from t9kjobs.testing.structural import admission_problems, structural_problems
 from t9kjobs.testing.subject import (
-    EPOCH,
     ContractViolation,
     Subject,
     observed_from,
@@ -59,10 +75,6 @@ T = TypeVar("T")
 
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# What the API server accepts as a condition reason.
-_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-# An exit code no plugin would print by accident: a Failed verdict must name it.
-_EXIT_CODE = 42
 
 
 @dataclass(frozen=True)
@@ -244,16 +256,6 @@ def _same_pods(before: list[dict[str, Any]], after: Sequence[DesiredPod], when: 
         raise ContractViolation(f"build_pods returned different pods {when}: {diff}")
 
 
-def _build_pods(hooks: KindHooks, job: Job) -> list[DesiredPod]:
-    pods = hooks.build_pods(job)
-    for pod in pods:
-        if not isinstance(pod, DesiredPod):
-            raise ContractViolation(
-                f"build_pods returned {pod!r}, not a t9kjobs.objects.DesiredPod"
-            )
-    return pods
-
-
 def _scribble(pod: DesiredPod) -> None:
     """Edit a desired pod as the engine does after build_pods (command, env, labels)."""
     pod.manifest["metadata"].setdefault("labels", {})["conformance.t9kjobs.dev/edited"] = "1"
@@ -408,37 +410,6 @@ def launch_command_is_list_of_str(subject: Subject, example: Example) -> None:
             raise ContractViolation(f"{pod.name}: a second call returned another argv")
 
 
-def _verdict(hooks: KindHooks, job: Job, states: Sequence[ReplicaState]) -> Verdict | None:
-    verdict = hooks.compute_status(job, states)
-    if verdict is None:
-        return None
-    if not isinstance(verdict, Verdict):
-        raise ContractViolation(
-            f"compute_status returned {verdict!r}, not a t9kjobs.kinds.Verdict or None"
-        )
-    if verdict.outcome not in FINISHED_PHASES:
-        raise ContractViolation(
-            f"a Verdict's outcome is Succeeded or Failed, not {verdict.outcome!r}"
-        )
-    if not isinstance(verdict.reason, str) or not _REASON.match(verdict.reason):
-        raise ContractViolation(
-            f"the Verdict's reason {verdict.reason!r} is no condition reason (CamelCase)"
-        )
-    if not isinstance(verdict.message, str) or not verdict.message.strip():
-        raise ContractViolation("the Verdict has no message")
-    return verdict
-
-
-def _describe(states: Sequence[ReplicaState]) -> str:
-    return ", ".join(f"{s.name} {s.state}" for s in states) or "no replicas"
-
-
-def _status_setup(subject: Subject, example: Example) -> tuple[KindHooks, Job, list[DesiredPod]]:
-    job = subject.job(example)
-    hooks = subject.hooks(job.kind)
-    return hooks, job, _build_pods(hooks, job)
-
-
 def compute_status_no_pods(subject: Subject, example: Example) -> None:
     """`compute_status` gives no verdict while no pod has finished.
 
@@ -553,11 +524,6 @@ def _never_regresses_in_engine(subject: Subject, job: Job) -> None:
                 )
 
 
-def plan_at(hooks: KindHooks, job: Job, observed: Observed, seconds: int) -> Plan:
-    """One reconcile, `seconds` after the epoch."""
-    return plan(job, observed, EPOCH + timedelta(seconds=seconds), hooks)
-
-
 def hooks_do_no_io(subject: Subject, example: Example) -> None:
     """Hooks do no I/O: no file opened outside the plugin's templates, no socket, no process.
 
@@ -585,11 +551,13 @@ def hooks_do_no_io(subject: Subject, example: Example) -> None:
 
 
 def invalid_example_is_rejected(subject: Subject, example: Example) -> None:
-    """An invalid example is rejected, with a problem at the field path it names.
+    """An invalid example is rejected at the field path it names: at admission or by validate.
 
-    Rejected by the spec model or by `t9kjobs_validate` (an error, not a warning), and among
-    the problems (what `t9kjobs validate` prints) is one at each path listed in its annotation
-    `conformance.t9kjobs.dev/rejected-at`.
+    Submitted to the API server (`kubectl create --dry-run=server`, the admission tier) it is
+    refused with a message naming each path listed in its annotation
+    `conformance.t9kjobs.dev/rejected-at`, or the spec model or `t9kjobs_validate` rejects it
+    (an error, not a warning) with a problem at each such path (what `t9kjobs validate`
+    prints). An example both admitted and accepted by `validate` would run.
     """
     if example.error is not None:
         raise ContractViolation(example.error)
@@ -606,17 +574,34 @@ def invalid_example_is_rejected(subject: Subject, example: Example) -> None:
     else:
         found = subject.hooks(job.kind).validate(job)
         problems = [p for p in found if p.severity == "error"]
-    if not problems:
-        raise ContractViolation(
-            f"{example.id} was accepted; it should be rejected at {', '.join(expected)}"
-        )
     paths = {p.path for p in problems}
     missing = [p for p in expected if p not in paths]
-    if missing or not all(p.path for p in problems):
+    if problems and not missing and all(p.path for p in problems):
+        return
+    if not problems:
+        by_validate = f"{example.id} was accepted; it should be rejected at {', '.join(expected)}"
+    else:
         listed = "\n  ".join(str(p) for p in problems)
-        raise ContractViolation(
+        by_validate = (
             f"{example.id} was rejected, but not at {', '.join(missing)}; the problems:\n  {listed}"
         )
+    try:
+        answer = dry_run(subject, example)
+    except ContractViolation as exc:
+        raise ContractViolation(f"{by_validate}\nand at admission: {exc}") from None
+    unnamed = refusal_names(answer, expected)
+    if not unnamed:
+        return
+    if answer.admitted:
+        by_server = (
+            "the API server admits it too (`kubectl apply` would create the job): reject it in"
+            " t9kjobs_validate or by a rule of the spec model (its CRD), at the path it names"
+        )
+    else:
+        by_server = (
+            f"the API server refuses it, but not at {', '.join(unnamed)}:\n  {answer.message}"
+        )
+    raise ContractViolation(f"{by_validate}\n{by_server}")
 
 
 # What a broken contract raises: reported as the contract and the message, without a traceback.
@@ -628,10 +613,13 @@ PLUGIN_CONTRACTS: list[Contract[None]] = [
 ]
 KIND_CONTRACTS: list[Contract[str]] = [
     Contract("crd_is_structural", crd_is_structural),
+    Contract("crd_is_accepted_by_the_api_server", crd_is_accepted_by_the_api_server),
     Contract("has_examples", has_examples),
+    Contract("status_model_is_filled", status_model_is_filled),
 ]
 EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("example_is_valid", example_is_valid),
+    Contract("example_is_admitted", example_is_admitted),
     Contract("build_pods_is_deterministic", build_pods_is_deterministic),
     Contract("pods_are_named_by_convention", pods_are_named_by_convention),
     Contract(
@@ -643,6 +631,14 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("compute_status_one_failed", compute_status_one_failed),
     Contract("compute_status_never_regresses", compute_status_never_regresses),
     Contract("hooks_do_no_io", hooks_do_no_io),
+    Contract(
+        "compute_status_waits_for_restarting_replicas",
+        compute_status_waits_for_restarting_replicas,
+    ),
+    Contract("subdomains_have_headless_services", subdomains_have_headless_services),
+    Contract("training_container_exists", training_container_exists),
+    Contract("validate_checks_run_mode", validate_checks_run_mode),
+    Contract("pods_follow_restart_policy", pods_follow_restart_policy),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

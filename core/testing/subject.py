@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import t9kjobs
 from t9kjobs.kinds import KindInfo, ReplicaState
@@ -26,6 +26,9 @@ from t9kjobs.objects import DesiredPod, Obj
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.testing.examples import Example, find_examples
 from t9kjobs.testing.noio import IOGuard
+
+if TYPE_CHECKING:
+    from t9kjobs.testing.admission import AdmissionTier
 
 __all__ = [
     "EPOCH",
@@ -76,6 +79,8 @@ class Subject:
     examples: list[Example] = field(default_factory=list)
     folders: tuple[Path, ...] = ()
     guard: IOGuard = field(default_factory=lambda: IOGuard([_core_templates()]))
+    # The kit session's API server and the CRDs on it (the admission tier).
+    admission: AdmissionTier | None = None
 
     @property
     def kinds(self) -> dict[str, KindInfo]:
@@ -90,6 +95,13 @@ class Subject:
         if self.manager is None:
             raise ContractViolation(f"plugin {self.name!r} did not load: {self.error}")
         return self.manager
+
+    def tier(self) -> AdmissionTier:
+        if self.admission is None:
+            raise ContractViolation(
+                "no admission tier in this session (the kit's own pytest plugin)"
+            )
+        return self.admission
 
     def hooks(self, kind: str) -> KindHooks:
         """The engine's hook callers for the kind (guarded: the guard watches the manager)."""
@@ -127,9 +139,11 @@ class Subject:
         return plan(self.fresh(job), Observed(), EPOCH, self.hooks(job.kind))
 
 
-def load_subject(name: str, folders: Sequence[Path]) -> Subject:
+def load_subject(
+    name: str, folders: Sequence[Path], admission: AdmissionTier | None = None
+) -> Subject:
     """Load every installed plugin through the entry points and pick `name` and its examples."""
-    subject = Subject(name, folders=tuple(folders))
+    subject = Subject(name, folders=tuple(folders), admission=admission)
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not found:
         installed = ", ".join(sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)))

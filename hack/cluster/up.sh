@@ -56,9 +56,9 @@ export CLUSTER_BUILD_STEPS
 if cluster_bins_present; then
 	BIN="$("$CLUSTER_HACK_DIR/build.sh")"
 else
-	BIN="$(cluster_step "build 1/$CLUSTER_BUILD_STEPS: control plane (etcd, kube-apiserver," \
-		"kube-controller-manager, kube-scheduler, kubectl, kwok) from Go modules" \
-		"$CLUSTER_HACK_DIR/build.sh")"
+	what="control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,"
+	what+=" kwok) from Go modules"
+	BIN="$(cluster_step "build 1/$CLUSTER_BUILD_STEPS: $what" "$CLUSTER_HACK_DIR/build.sh")"
 fi
 
 mkdir -p "$D"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job
-from t9kjobs.objects import DesiredPod, Obj, config_map, find_container, headless_service
+from t9kjobs.objects import DesiredPod, Obj, config_map, headless_service, training_container
 from t9kjobs.plugins.colossalai.launch import HOSTFILE_PATH, hostfile, torchrun_options
 from t9kjobs.plugins.colossalai.pods import (
     HOSTFILE_KEY,
@@ -60,14 +60,15 @@ def _template_problems(
 ) -> list[Problem]:
     """Problems of one replica spec's template: its training container and reserved paths."""
     where = f"spec.replicaSpecs[{index}].template.spec.containers"
-    containers = (spec.replica_specs[index].template.get("spec") or {}).get("containers") or []
-    if not containers:
+    template = spec.replica_specs[index].template
+    found = training_container(template, replica_type)
+    if found is None:
         if replica_type == WORKER:
             return [Problem(where, "the worker template needs at least one container")]
         return []  # the launcher's container is derived from the worker's
+    position, container = found
+    containers = (template.get("spec") or {}).get("containers") or []
     names = [c.get("name") for c in containers]
-    position = names.index(replica_type) if replica_type in names else 0
-    container = containers[position]
     path = f"{where}[{position}]"
     problems = []
     if len(containers) > 1 and replica_type not in names:
@@ -103,16 +104,15 @@ def _working_dir_problem(spec: ColossalAIJobSpec) -> list[Problem]:
     if launcher is None:
         return []  # derived with the worker's working directory
     index = spec.replica_specs.index(launcher)
-    pod = {"spec": launcher.template.get("spec") or {}}
-    own = find_container(pod, LAUNCHER)
-    worker = find_container({"spec": spec.worker.template.get("spec") or {}}, WORKER)
-    if own is None or worker is None or own.get("workingDir") == worker.get("workingDir"):
+    own = training_container(launcher.template, LAUNCHER)
+    worker = training_container(spec.worker.template, WORKER)
+    if own is None or worker is None or own[1].get("workingDir") == worker[1].get("workingDir"):
         return []
-    position = (pod["spec"].get("containers") or []).index(own)
+    position, worker_dir = own[0], worker[1].get("workingDir")
     return [
         Problem(
             f"spec.replicaSpecs[{index}].template.spec.containers[{position}].workingDir",
-            f"differs from the worker's ({worker.get('workingDir') or 'the image default'}):"
+            f"differs from the worker's ({worker_dir or 'the image default'}):"
             " colossalai run starts the script on every worker from the launcher's working"
             " directory",
             "warning",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 
 from t9kjobs.models import Job
-from t9kjobs.objects import DesiredPod, Obj, find_container, new_pod, pod_name
+from t9kjobs.objects import DesiredPod, Obj, new_pod, pod_host, pod_name, training_container
 from t9kjobs.plugins.colossalai.launch import (
     HOSTFILE_PATH,
     colossalai_run_argv,
@@ -66,16 +66,17 @@ def hostfile_name(job: Job) -> str:
 
 def worker_hosts(job: Job, spec: ColossalAIJobSpec) -> list[str]:
     """The workers' DNS names through the headless Service, worker 0 first."""
-    return [f"{pod_name(job.name, WORKER, i)}.{job.name}" for i in range(spec.worker.replicas)]
+    return [pod_host(job, pod_name(job.name, WORKER, i)) for i in range(spec.worker.replicas)]
 
 
 def _container_name(template: Obj, preferred: str) -> str | None:
-    container = find_container({"spec": template.get("spec") or {}}, preferred)
-    return None if container is None else container.get("name")
+    found = training_container(template, preferred)
+    return None if found is None else found[1].get("name")
 
 
 def _derived_container(worker_template: Obj) -> Obj:
-    worker = find_container({"spec": worker_template.get("spec") or {}}, WORKER) or {}
+    found = training_container(worker_template, WORKER)
+    worker = found[1] if found is not None else {}
     container: Obj = {"name": LAUNCHER}
     for key in _COPIED_CONTAINER_FIELDS:
         if key in worker:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 
 from t9kjobs.models import Job
-from t9kjobs.objects import Obj, gpu_count, pod_name
+from t9kjobs.objects import Obj, gpu_count, pod_host, pod_name, training_container
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
 from t9kjobs.ssh import start_sshd_script, wait_for_sshd_script
 from t9kjobs.templating import render_template
@@ -29,7 +29,7 @@ __all__ = [
     "launcher_command",
     "slots_per_worker",
     "sshd_command",
-    "training_container",
+    "user_container",
     "worker0_debug_command",
     "worker_hosts",
 ]
@@ -48,13 +48,13 @@ SSHD_WAIT_SECONDS = 600
 
 def worker_hosts(job: Job, count: int) -> list[str]:
     """`<job>-worker-<i>.<job>`: resolvable through the job's headless Service before readiness."""
-    return [f"{pod_name(job.name, REPLICA_TYPE, i)}.{job.name}" for i in range(count)]
+    return [pod_host(job, pod_name(job.name, REPLICA_TYPE, i)) for i in range(count)]
 
 
-def training_container(spec: DeepSpeedJobSpec) -> Obj | None:
-    """The training container as the user wrote it (the template's first)."""
-    containers = (spec.worker.template.get("spec") or {}).get("containers") or []
-    return containers[0] if containers else None
+def user_container(spec: DeepSpeedJobSpec) -> Obj | None:
+    """The training container as the user wrote it (the worker template's first)."""
+    found = training_container(spec.worker.template)
+    return found[1] if found is not None else None
 
 
 def slots_per_worker(spec: DeepSpeedJobSpec) -> int:
@@ -62,7 +62,7 @@ def slots_per_worker(spec: DeepSpeedJobSpec) -> int:
     still runs one process)."""
     if spec.config.slots_per_worker is not None:
         return spec.config.slots_per_worker
-    container = training_container(spec)
+    container = user_container(spec)
     gpus = gpu_count(container) if container is not None else None
     return gpus or 1
 

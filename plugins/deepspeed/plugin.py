@@ -31,7 +31,7 @@ from t9kjobs.plugins.deepspeed.launch import (
     launcher_command,
     slots_per_worker,
     sshd_command,
-    training_container,
+    user_container,
     worker0_debug_command,
     worker_hosts,
 )
@@ -114,7 +114,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     spec = job.spec_as(DeepSpeedJobSpec)
     count = spec.worker_count()
     restart = RestartRule(policy=spec.worker.restart_policy)  # bounded by backoffLimit
-    user_container = training_container(spec)
+    written = user_container(spec)
     pods = []
     for index in range(count):
         manifest = new_pod(job, REPLICA_TYPE, index, spec.worker.template, subdomain=job.name)
@@ -135,7 +135,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
                 manifest=manifest,
                 training_container=name,
                 debug_command=(
-                    worker0_debug_command(spec, user_container) if launcher else sshd_command()
+                    worker0_debug_command(spec, written) if launcher else sshd_command()
                 ),
                 recreate_on_change=launcher,
                 # sshd-only workers never exit: they end with worker-0, whatever the policy.
@@ -150,7 +150,7 @@ def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str]:
     if pod.index != 0:
         return sshd_command()
     spec = job.spec_as(DeepSpeedJobSpec)
-    return launcher_command(job, spec, training_container(spec))
+    return launcher_command(job, spec, user_container(spec))
 
 
 @hookimpl

@@ -3,7 +3,6 @@ launched by torchrun, elastic, with a TensorBoard. The env contract is in docs/p
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 
 from t9kjobs.hooks import hookimpl
@@ -17,29 +16,27 @@ from t9kjobs.objects import (
     gpu_count,
     headless_service,
     new_pod,
-    owner_labels,
-    owner_reference,
     set_env,
+    training_container,
 )
 from t9kjobs.plugins.pytorch.spec import (
-    DependentStatus,
     PyTorchTrainingJobSpec,
     PyTorchTrainingJobStatus,
     TorchrunConfig,
 )
 from t9kjobs.plugins.pytorch.topology import (
     RESERVED_ENV,
+    TRAINING_CONTAINER,
     pod_env,
     replica_counts,
     topology,
-    training_container,
 )
 from t9kjobs.plugins.pytorch.torchrun import GENERATED_OPTIONS, option_name, torchrun_command
+from t9kjobs.tensorboard import tensorboard_objects, tensorboard_status
 from t9kjobs.validation import run_mode_problems
 
 __all__ = [
     "KIND",
-    "TENSORBOARD_API_VERSION",
     "t9kjobs_build_launch_command",
     "t9kjobs_build_objects",
     "t9kjobs_build_pods",
@@ -50,7 +47,6 @@ __all__ = [
 ]
 
 KIND = "PyTorchTrainingJob"
-TENSORBOARD_API_VERSION = "tensorstack.dev/v1beta1"
 
 
 @hookimpl
@@ -77,7 +73,7 @@ def _container_problems(
     spec: PyTorchTrainingJobSpec, i: int, torchrun: TorchrunConfig | None
 ) -> list[Problem]:
     base = f"spec.replicaSpecs[{i}].template.spec.containers"
-    found = training_container(spec.replica_specs[i].template)
+    found = training_container(spec.replica_specs[i].template, TRAINING_CONTAINER)
     if found is None:
         return [Problem(base, "at least one container")]
     j, container = found
@@ -163,7 +159,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     for node in top.nodes:
         rs = by_type[node.replica_type]
         manifest = new_pod(job, rs.type, node.index, rs.template, subdomain=job.name)
-        found = training_container(manifest)
+        found = training_container(manifest, TRAINING_CONTAINER)
         if found is not None:
             set_env(found[1], pod_env(top, node))
         pods.append(
@@ -190,32 +186,10 @@ def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str] | None:
     return torchrun_command(top, node, torchrun, [str(a) for a in container.get("args") or []])
 
 
-def _tensorboard(job: Job, tensorboard_spec: Obj) -> Obj:
-    return {
-        "apiVersion": TENSORBOARD_API_VERSION,
-        "kind": "TensorBoard",
-        "metadata": {
-            "name": job.name,
-            "namespace": job.namespace,
-            "labels": owner_labels(job),
-            "ownerReferences": [owner_reference(job)],
-        },
-        "spec": copy.deepcopy(tensorboard_spec),
-    }
-
-
 @hookimpl
 def t9kjobs_build_objects(job: Job) -> list[Obj]:
     spec = job.spec_as(PyTorchTrainingJobSpec)
-    objects = [headless_service(job)]
-    if spec.tensorboard_spec is not None:
-        objects.append(_tensorboard(job, spec.tensorboard_spec))
-    return objects
-
-
-def _tensorboard_ready(tensorboard: Obj) -> bool:
-    conditions = (tensorboard.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return [headless_service(job), *tensorboard_objects(job, spec.tensorboard_spec)]
 
 
 @hookimpl
@@ -224,35 +198,8 @@ def t9kjobs_update_status(
 ) -> None:
     """`status.tensorboard`: whether the job's TensorBoard exists and is ready."""
     spec = job.spec_as(PyTorchTrainingJobSpec)
-    if spec.tensorboard_spec is None or not isinstance(status, PyTorchTrainingJobStatus):
-        return
-    found = children.get(("TensorBoard", job.name))
-    ref = {
-        "apiVersion": TENSORBOARD_API_VERSION,
-        "kind": "TensorBoard",
-        "name": job.name,
-        "namespace": job.namespace,
-    }
-    if found is None:
-        status.tensorboard = DependentStatus(
-            name="tensorboard",
-            dependent=ref,
-            ready=False,
-            reason="NotFound",
-            action="Create",
-            note="the TensorBoard is created when the cluster serves tensorstack.dev/v1beta1",
-            type="Warning",
-        )
-        return
-    ready = _tensorboard_ready(found)
-    status.tensorboard = DependentStatus(
-        name="tensorboard",
-        dependent={**ref, "uid": found["metadata"].get("uid")},
-        ready=ready,
-        reason="Ready" if ready else "NotReady",
-        action="None",
-        type="Normal",
-    )
+    if spec.tensorboard_spec is not None and isinstance(status, PyTorchTrainingJobStatus):
+        status.tensorboard = tensorboard_status(job, children)
 
 
 @hookimpl

@@ -24,7 +24,6 @@ from t9kjobs.models import (
     ApiModel,
     ElasticConfig,
     JobSpec,
-    JobStatus,
     Lifecycle,
     ReplicaSpec,
     ReplicaType,
@@ -34,10 +33,10 @@ from t9kjobs.models import (
     SchedulePolicy,
     not_elastic_rule,
 )
+from t9kjobs.tensorboard import TensorBoardJobStatus, tensorboard_spec_field
 
 __all__ = [
     "MASTER_TYPE",
-    "DependentStatus",
     "PyTorchReplicaSpec",
     "PyTorchTrainingJobSpec",
     "PyTorchTrainingJobStatus",
@@ -125,7 +124,8 @@ class TorchrunConfig(ApiModel):
         ge=0,
         le=INT32_MAX,
         description="torchrun --max_restarts: restarts of the worker group inside a pod before"
-        " the pod fails. torchrun's default (0) when unset.",
+        " the pod fails. Unset: torchrun's default (0), or 3 when elastic (a scale makes a peer's"
+        " rank fail before its agent sees the new node, which torchrun counts as a failure).",
     )
     proc_per_node: _Procs = Field(
         default="1",
@@ -183,12 +183,7 @@ class PyTorchTrainingJobSpec(JobSpec):
     scheduler: SchedulePolicy | None = Field(
         default=None, description="Scheduler of the pods; the cluster's default when unset."
     )
-    tensorboard_spec: dict[str, Any] | None = Field(
-        default=None,
-        description="Spec of a TensorBoard (tensorstack.dev/v1beta1) created with the job, named"
-        " after it, to show the training logs.",
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
-    )
+    tensorboard_spec: dict[str, Any] | None = tensorboard_spec_field()
 
     def lifecycle(self) -> Lifecycle:
         """The shared settings; elastic jobs run with as few as minReplicas pods plus the master
@@ -228,26 +223,5 @@ class PyTorchTrainingJobSpec(JobSpec):
         return elastic
 
 
-class DependentStatus(ApiModel):
-    """The status of a child object the job depends on (its TensorBoard)."""
-
-    # Status is ours to write; fields added by a newer operator must not break an older one.
-    model_config = ApiModel.model_config | ConfigDict(extra="ignore")
-
-    name: str | None = Field(default=None, description="Name of the sub-resource.")
-    dependent: dict[str, Any] | None = Field(
-        default=None, description="ObjectReference of the Kubernetes object."
-    )
-    ready: bool = Field(default=False, description="Whether the sub-resource is ready to work.")
-    reason: str | None = Field(default=None, description="Why it is in this status.")
-    action: str | None = Field(default=None, description="Action taken to reconcile it.")
-    note: str | None = Field(default=None, description="More information about this status.")
-    type: str | None = Field(default=None, description="Normal or Warning.")
-
-
-class PyTorchTrainingJobStatus(JobStatus):
+class PyTorchTrainingJobStatus(TensorBoardJobStatus):
     """The shared job status plus the TensorBoard's."""
-
-    tensorboard: DependentStatus | None = Field(
-        default=None, description="The status of the TensorBoard, if the job has one."
-    )

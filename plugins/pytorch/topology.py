@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from t9kjobs.models import Job
-from t9kjobs.objects import Obj, gpu_count, pod_name
+from t9kjobs.objects import gpu_count, pod_host, pod_name, training_container
 from t9kjobs.plugins.pytorch.spec import MASTER_TYPE, PyTorchReplicaSpec, PyTorchTrainingJobSpec
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "replica_counts",
     "split_by_weight",
     "topology",
-    "training_container",
 ]
 
 # Port of the master's rendezvous / process-group store. T9k documents no default; 23456 is
@@ -73,7 +72,8 @@ class Node:
 class Topology:
     """The pods of a job in rank order (master first) and how they meet."""
 
-    job_name: str
+    # The master's DNS name through the job's headless Service: `<pod>.<job>`.
+    host: str
     job_uid: str
     nodes: tuple[Node, ...]
     torchrun: bool
@@ -84,12 +84,6 @@ class Topology:
     @property
     def master(self) -> Node | None:
         return self.nodes[0] if self.nodes else None
-
-    @property
-    def host(self) -> str:
-        """The master's DNS name through the job's headless Service: `<pod>.<job>`."""
-        master = self.master
-        return f"{master.name}.{self.job_name}" if master is not None else ""
 
     @property
     def endpoint(self) -> str:
@@ -150,15 +144,6 @@ def replica_counts(spec: PyTorchTrainingJobSpec) -> dict[str, int]:
     return counts
 
 
-def training_container(template: Obj) -> tuple[int, Obj] | None:
-    """(index, container) of the training container of a pod or template, if it has one."""
-    containers: list[Obj] = (template.get("spec") or {}).get("containers") or []
-    for i, c in enumerate(containers):
-        if c.get("name") == TRAINING_CONTAINER:
-            return i, c
-    return (0, containers[0]) if containers else None
-
-
 def _procs(spec: PyTorchTrainingJobSpec, rs: PyTorchReplicaSpec) -> int | None:
     config = spec.torchrun_config
     if config is None or not config.enabled:
@@ -166,7 +151,7 @@ def _procs(spec: PyTorchTrainingJobSpec, rs: PyTorchReplicaSpec) -> int | None:
     fixed = config.fixed_procs()
     if fixed is not None:
         return fixed
-    found = training_container(rs.template)
+    found = training_container(rs.template, TRAINING_CONTAINER)
     return gpu_count(found[1]) if found is not None else None
 
 
@@ -189,7 +174,7 @@ def topology(job: Job, spec: PyTorchTrainingJobSpec) -> Topology:
         elastic_range = (elastic.min_replicas + fixed, elastic.max_replicas + fixed)
     config = spec.torchrun_config
     return Topology(
-        job_name=job.name,
+        host=pod_host(job, nodes[0].name) if nodes else "",
         job_uid=job.metadata.uid,
         nodes=tuple(nodes),
         torchrun=config is not None and config.enabled,

@@ -10,6 +10,14 @@ which by comparing the endpoint's host name with the machine's, and in a pod the
 (`<job>-master-0.<job>` against the pod's own hostname and FQDN), so no pod hosts it and every
 node waits for ever. The line therefore says it: `--rdzv_conf=is_host=1` on the master's pod,
 `is_host=0` on the others (torch >= 1.10 reads it), merged into a `--rdzv_conf` the user gives.
+
+An elastic line without `maxRestarts` gets `--max_restarts=3`, not torchrun's 0. When a node
+joins, each running agent stops its ranks on its own monitor tick; a rank whose peer was
+stopped first fails in the collective before its own agent has seen the new node, and torchrun
+counts that as a failure of the worker group. With no restart left that agent gives up: seen on
+the real node, the store's host waited 300 s at its exit barrier and exited 1 while the others
+trained without it. 3 is torch's own elastic example ("tolerates up to 3 membership changes or
+failures"); `maxRestarts: 0` still says none.
 """
 
 from __future__ import annotations
@@ -17,7 +25,10 @@ from __future__ import annotations
 from t9kjobs.plugins.pytorch.spec import TorchrunConfig
 from t9kjobs.plugins.pytorch.topology import Node, Topology
 
-__all__ = ["GENERATED_OPTIONS", "option_name", "torchrun_command"]
+__all__ = ["ELASTIC_MAX_RESTARTS", "GENERATED_OPTIONS", "option_name", "torchrun_command"]
+
+# `--max_restarts` of an elastic line whose job does not set `maxRestarts` (module docstring).
+ELASTIC_MAX_RESTARTS = 3
 
 # The options this module generates, by argparse `dest`, for spotting extraOptions that
 # override them.
@@ -74,8 +85,11 @@ def torchrun_command(
         f"--rdzv_endpoint={top.endpoint}",
         f"--rdzv_id={top.job_uid}",
     ]
-    if config.max_restarts is not None:
-        argv.append(f"--max_restarts={config.max_restarts}")
+    max_restarts = config.max_restarts
+    if max_restarts is None and top.elastic_range is not None:
+        max_restarts = ELASTIC_MAX_RESTARTS
+    if max_restarts is not None:
+        argv.append(f"--max_restarts={max_restarts}")
     if top.elastic_range is None:
         argv.append(f"--node_rank={node.rank}")
     if config.rdzv_backend == "c10d":

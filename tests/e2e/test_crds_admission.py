@@ -136,13 +136,13 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "restart-policy-string",
         generic_job("bad", replicaSpecs=[{"type": "w", "restartPolicy": "Sometimes"}]),
-        "spec.replicaSpecs[0].restartPolicy: Input should be 'Always'",
+        "spec.replicaSpecs[0].restartPolicy: must be one of `Always`",
         'spec.replicaSpecs[0].restartPolicy: Invalid value: "Sometimes"',
     ),
     (
         "restart-policy-object",
         generic_job("bad", replicaSpecs=[{"type": "w", "restartPolicy": {"policy": "Sometimes"}}]),
-        "spec.replicaSpecs[0].restartPolicy.policy: Input should be 'Always'",
+        "spec.replicaSpecs[0].restartPolicy.policy: must be one of `Always`",
         'spec.replicaSpecs[0].restartPolicy.policy: Unsupported value: "Sometimes"',
     ),
     (
@@ -177,7 +177,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "clean-up-policy",
         generic_job("bad", cleanUpPolicy="Sometimes"),
-        "spec.cleanUpPolicy: Input should be 'All'",
+        "spec.cleanUpPolicy: must be one of `All`",
         'spec.cleanUpPolicy: Unsupported value: "Sometimes"',
     ),
     (

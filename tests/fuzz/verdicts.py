@@ -61,7 +61,7 @@ EXCEPTIONS: list[tuple[str, Callable[[CliVerdict], bool]]] = [
     ),
     (
         "the restart policy a number, a boolean or a list: no structural keyword refuses them",
-        lambda v: all("restartPolicy: Input should be" in p for p in v.problems),
+        lambda v: all("restartPolicy: must be one of `Always`" in p for p in v.problems),
     ),
     (
         "larger than etcd stores: a dry run stores nothing",

@@ -11,8 +11,6 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-import pytest
-
 from tests.cluster import Cluster
 from tests.e2e.operator import OperatorProcess, operator
 from tests.real.jobs import (
@@ -77,13 +75,6 @@ def test_without_torchrun_every_pod_is_one_rank_of_the_operator_env(
     assert {"Succeeded"} <= {e["reason"] for e in events_of(cluster, namespace, "env-mlp")}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug, 3 of 3 runs on 2026-11-24 (CI and two fresh clones): after the scale to 3,"
-    " worker-0 (is_host=1, the c10d store's host) is left out of the new round; workers 1 and 2"
-    " train as world=2 and finish, worker-0's torchrun waits minutes, then exits 1. Passed on"
-    " 2026-11-23 with the same launch command; the cause is not found yet.",
-)
 def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(
     cluster: Cluster, namespace: str, operator: OperatorProcess
 ) -> None:
@@ -97,6 +88,8 @@ def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(
             2,
             restart="OnFailure",
             args=[MLP, "--steps=250", "--sleep=0.1", "--log-every=10"],
+            # torchrun's agents log their rendezvous rounds and restarts: what a failure shows
+            env=[{"name": "LOGLEVEL", "value": "INFO"}],
         ),
         elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2},
         # A round of fewer than maxReplicas nodes closes last_call_timeout after the minimum
@@ -125,7 +118,16 @@ def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(
         assert " world=2 " in logs[name] and "world=3 " in logs[name], logs[name]
     assert " world=2 " not in logs["elastic-mlp-worker-2"], logs["elastic-mlp-worker-2"]
     assert final["status"]["backoffCount"] == 0
-    assert final["status"]["aggregate"]["succeeded"] == 3
+    # The job succeeds with worker-0 (the master); the others exit a moment later, and the
+    # finished job's counts follow them to their end.
+    cluster.poll(
+        lambda: (
+            get(cluster, namespace, "ptj", "elastic-mlp")["status"]["aggregate"]["succeeded"] == 3
+        ),
+        timeout=60,
+        interval=2,
+        message="elastic-mlp's aggregate counting its 3 replicas Succeeded",
+    )
 
 
 def test_a_worker_killed_by_sigkill_restarts_rejoins_and_the_job_succeeds(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import yaml
 from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
+from t9kjobs.testing.apiserver import local_api_server
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -20,6 +23,21 @@ NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 @pytest.fixture(scope="session")
 def manager() -> PluginManager:
     return load_plugins()
+
+
+@pytest.fixture(scope="session")
+def kit_kubeconfig() -> Iterator[Path]:
+    """One API server (etcd and kube-apiserver of the local control plane, started in seconds)
+    for the conformance kit's admission tier in every kit run of the session. The binaries come
+    from hack/cluster/build.sh: built (once, minutes) when the cache lacks them."""
+    built = subprocess.run(
+        ["bash", str(REPO / "hack" / "cluster" / "build.sh")],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    with local_api_server(binaries=Path(built.stdout.strip())) as server:
+        yield server.kubeconfig
 
 
 @pytest.fixture

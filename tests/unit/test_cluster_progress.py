@@ -5,7 +5,9 @@ $T9KJOBS_PROGRESS_EVERY seconds while it runs, and one when it ends, on stderr o
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+from pathlib import Path
 
 from tests.unit.conftest import REPO
 
@@ -42,3 +44,33 @@ def test_a_failed_step_says_so_and_keeps_its_exit_code() -> None:
     lines = run.stderr.splitlines()
     assert lines[:2] == ["[cluster] build 1/2: things ...", "oops"]
     assert re.fullmatch(r"\[cluster\] build 1/2: things: failed \(exit 3\) after [01] s", lines[2])
+
+
+def test_a_first_cluster_up_builds_the_control_plane_under_its_step(tmp_path: Path) -> None:
+    """up.sh with no binaries in the cache runs build.sh as the step's command (a description
+    split over two arguments once ran its second half as the command: exit 127 on every
+    fresh machine). build.sh is a stand-in here that records its run and fails."""
+    hack = tmp_path / "cluster"
+    shutil.copytree(COMMON.parent, hack)
+    marker = tmp_path / "built"
+    (hack / "build.sh").write_text(f"#!/bin/bash\ntouch {marker}\nexit 7\n")
+    (hack / "build.sh").chmod(0o755)
+    run = subprocess.run(
+        ["bash", str(hack / "up.sh")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "T9KJOBS_CACHE": str(tmp_path / "c")},
+        timeout=30,
+        check=False,
+    )
+    assert marker.exists(), run.stderr
+    assert run.returncode == 7, run.stderr
+    what = (
+        "build 1/1: control plane (etcd, kube-apiserver, kube-controller-manager,"
+        " kube-scheduler, kubectl, kwok) from Go modules"
+    )
+    lines = run.stderr.splitlines()
+    assert lines[0] == f"[cluster] {what} ..."
+    assert re.fullmatch(
+        rf"\[cluster\] {re.escape(what)}: failed \(exit 7\) after [01] s", lines[-1]
+    )

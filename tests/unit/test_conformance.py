@@ -3,7 +3,11 @@
 Each test writes a small framework plugin (the kind `ConfJob`) into a fresh folder, declares it
 through a `dist-info` entry point on sys.path (installed, as far as `importlib.metadata` and so
 `load_plugins()` can tell), and runs the kit on it in a pytest sub-session (`pytester`). Broken
-variants redefine one hook at the end of the good module.
+variants redefine one hook at the end of the good module (more of them, one per behavioural
+contract, in tests/unit/kit/). The admission tier's contracts are deselected (`-k`, as an author
+may) where a test is about others; where it runs, it uses one API server started for this test
+session (`kit_kubeconfig`), as a plugin author's `--t9kjobs-kubeconfig` cluster: each run
+creates its CRDs there and deletes them when it ends.
 """
 
 from __future__ import annotations
@@ -25,14 +29,16 @@ from pydantic import Field
 
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, Verdict
-from t9kjobs.models import JobSpec, ReplicaSpec, RestartRule, RunPolicy
+from t9kjobs.models import JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
 from t9kjobs.objects import DesiredPod, config_map, new_pod
 from t9kjobs.templating import render_template
+from t9kjobs.validation import run_mode_problems
 
 
 class ConfJobSpec(JobSpec):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
-    replica_specs: list[ReplicaSpec] = Field(min_length=1)
+    run_mode: RunMode | None = None
+    replica_specs: list[ReplicaSpec] = Field(min_length=1, max_length=8)
 
 
 @hookimpl
@@ -43,7 +49,8 @@ def t9kjobs_kinds():
 @hookimpl
 def t9kjobs_validate(job):
     spec = job.spec_as(ConfJobSpec)
-    return [
+    types = [rs.type for rs in spec.replica_specs]
+    return run_mode_problems(spec.run_mode, types) + [
         Problem(f"spec.replicaSpecs[{i}].template.spec.containers", "at least one container")
         for i, rs in enumerate(spec.replica_specs)
         if not (rs.template.get("spec") or {}).get("containers")
@@ -124,12 +131,15 @@ ALL_CONTRACTS = {
     "test_loads_through_entry_point",
     "test_declares_kinds_and_spec_model",
     "test_crd_is_structural[ConfJob]",
+    "test_crd_is_accepted_by_the_api_server[ConfJob]",
     "test_has_examples[ConfJob]",
+    "test_status_model_is_filled[ConfJob]",
     "test_invalid_example_is_rejected[invalid/bad.yaml]",
     *(
         f"test_{name}[job.yaml]"
         for name in (
             "example_is_valid",
+            "example_is_admitted",
             "build_pods_is_deterministic",
             "pods_are_named_by_convention",
             "children_carry_owner_labels_and_references",
@@ -139,9 +149,19 @@ ALL_CONTRACTS = {
             "compute_status_one_failed",
             "compute_status_never_regresses",
             "hooks_do_no_io",
+            "compute_status_waits_for_restarting_replicas",
+            "subdomains_have_headless_services",
+            "training_container_exists",
+            "validate_checks_run_mode",
+            "pods_follow_restart_policy",
         )
     ),
 }
+
+
+# The contracts that need the API server (the invalid examples' asks it only when `validate`
+# does not reject them).
+ADMISSION_CONTRACTS = ("crd_is_accepted_by_the_api_server", "example_is_admitted")
 
 
 @dataclass
@@ -173,7 +193,15 @@ def write_examples(pytester: pytest.Pytester, invalid_path: str = INVALID_PATH) 
     )
 
 
-def run_kit(pytester: pytest.Pytester, name: str, *args: str) -> KitRun:
+def run_kit(
+    pytester: pytest.Pytester, name: str, *args: str, kubeconfig: Path | None = None
+) -> KitRun:
+    """The kit on plugin `name`; without `kubeconfig`, the admission tier's contracts are
+    deselected."""
+    if kubeconfig is None:
+        args = (*args, "-k", " and ".join(f"not {c}" for c in ADMISSION_CONTRACTS))
+    else:
+        args = (*args, f"--t9kjobs-kubeconfig={kubeconfig}")
     recorder = pytester.inline_run(f"--t9kjobs-conformance={name}", *args)
     passed, _, failed = recorder.listoutcomes()
     prefix = f"t9kjobs-conformance[{name}]::"
@@ -183,15 +211,19 @@ def run_kit(pytester: pytest.Pytester, name: str, *args: str) -> KitRun:
     )
 
 
-def kit_on(pytester: pytest.Pytester, name: str, broken: str = "") -> KitRun:
+def kit_on(
+    pytester: pytest.Pytester, name: str, broken: str = "", kubeconfig: Path | None = None
+) -> KitRun:
     """The kit's verdict on the good plugin with `broken` appended (redefining a hook)."""
     install_plugin(pytester, name, GOOD_PLUGIN + textwrap.dedent(broken))
     write_examples(pytester)
-    return run_kit(pytester, name)
+    return run_kit(pytester, name, kubeconfig=kubeconfig)
 
 
-def test_a_good_plugin_passes_every_contract(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_good")
+def test_a_good_plugin_passes_every_contract(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
+    run = kit_on(pytester, "conf_good", kubeconfig=kit_kubeconfig)
     assert run.failed == {}
     assert run.passed == ALL_CONTRACTS
 
@@ -409,13 +441,17 @@ def test_a_verdict_while_pods_run_fails(pytester: pytest.Pytester) -> None:
     )
 
 
-def test_an_invalid_example_rejected_at_another_path_fails(pytester: pytest.Pytester) -> None:
+def test_an_invalid_example_rejected_at_another_path_fails(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
     install_plugin(pytester, "conf_paths", GOOD_PLUGIN)
     write_examples(pytester, invalid_path="spec.replicaSpecs[0].replicas")
-    run = run_kit(pytester, "conf_paths")
+    run = run_kit(pytester, "conf_paths", kubeconfig=kit_kubeconfig)
     report = run.failed["test_invalid_example_is_rejected[invalid/bad.yaml]"]
     assert "was rejected, but not at spec.replicaSpecs[0].replicas" in report
     assert f"{INVALID_PATH}: at least one container" in report
+    # The API server has no rule about containers: it admits the example.
+    assert "the API server admits it too" in report
 
 
 def test_missing_examples_fail_naming_the_folder(pytester: pytest.Pytester) -> None:
@@ -429,6 +465,7 @@ def test_missing_examples_fail_naming_the_folder(pytester: pytest.Pytester) -> N
         "test_loads_through_entry_point",
         "test_declares_kinds_and_spec_model",
         "test_crd_is_structural[ConfJob]",
+        "test_status_model_is_filled[ConfJob]",
     }
 
 
@@ -448,20 +485,24 @@ def test_a_plain_pytest_run_is_unaffected(pytester: pytest.Pytester) -> None:
     assert [r.nodeid for r in passed] == ["test_plain.py::test_one"] and failed == []
 
 
-def test_the_kit_runs_alone_unless_paths_are_given(pytester: pytest.Pytester) -> None:
+def test_the_kit_runs_alone_unless_paths_are_given(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
     pytester.makepyfile(test_plain="def test_one():\n    pass\n")
     install_plugin(pytester, "conf_alone", GOOD_PLUGIN)
     write_examples(pytester)
-    alone = run_kit(pytester, "conf_alone")
+    alone = run_kit(pytester, "conf_alone", kubeconfig=kit_kubeconfig)
     assert alone.passed == ALL_CONTRACTS
-    both = run_kit(pytester, "conf_alone", "test_plain.py")
+    both = run_kit(pytester, "conf_alone", "test_plain.py", kubeconfig=kit_kubeconfig)
     assert both.passed == {*ALL_CONTRACTS, "test_plain.py::test_one"}
 
 
-def test_the_bundled_plugins_pass_the_kit(pytester: pytest.Pytester) -> None:
+def test_the_bundled_plugins_pass_the_kit(pytester: pytest.Pytester, kit_kubeconfig: Path) -> None:
     names = ["generic", "pytorch", "deepspeed", "colossalai"]
     recorder = pytester.inline_run(
-        f"--t9kjobs-conformance={','.join(names)}", f"--t9kjobs-examples={REPO / 'examples'}"
+        f"--t9kjobs-conformance={','.join(names)}",
+        f"--t9kjobs-examples={REPO / 'examples'}",
+        f"--t9kjobs-kubeconfig={kit_kubeconfig}",
     )
     passed, _, failed = recorder.listoutcomes()
     assert [r.nodeid for r in failed] == []

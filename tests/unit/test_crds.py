@@ -456,8 +456,11 @@ def _generic(**spec: Any) -> Json:
             "replica types must be unique",
         ),
         ({"replicaSpecs": [{"type": f"t{i}"} for i in range(33)]}, "at most 32"),
-        ({"replicaSpecs": [{"type": "a", "restartPolicy": "Sometimes"}]}, "'Always'"),
-        ({"cleanUpPolicy": "Some"}, "'All'"),
+        (
+            {"replicaSpecs": [{"type": "a", "restartPolicy": "Sometimes"}]},
+            "one of `Always`, `OnFailure`, `Never` or `ExitCode`",
+        ),
+        ({"cleanUpPolicy": "Some"}, "one of `All`, `Unfinished` or `None`"),
     ],
 )
 def test_validate_refuses_what_admission_refuses(

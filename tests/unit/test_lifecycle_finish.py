@@ -189,3 +189,44 @@ def test_a_finished_job_keeps_the_counts_of_the_pods_its_cleanup_deleted() -> No
     sim.step()  # the pods are gone: a finished job's status does not move
     assert sim.status["aggregate"]["succeeded"] == 2
     assert {r["phase"] for t in sim.status["tasks"] for r in t["replicas"]} == {"Succeeded"}
+
+
+@pytest.mark.parametrize("policy", ["None", "Unfinished"])
+def test_a_replica_still_running_when_the_job_finished_is_counted_as_it_ends(policy: str) -> None:
+    """A job can finish while a pod runs on (a PyTorchTrainingJob succeeds with its master):
+    its replica gets the phase the pod ends in, and a final phase is never rewritten."""
+    sim = Sim(tiny_job(replicas=3, restart="Never", run_policy={"cleanUpPolicy": policy}))
+    sim.step()
+    sim.set("tiny-worker-0", "Failed", 2)
+    sim.set("tiny-worker-1", "Running")
+    sim.set("tiny-worker-2", "Running")
+    p = sim.step()
+    assert p.status.phase == "Failed"
+    kept = policy == "None"  # Unfinished: the cleanup stops the running pods (Deleted)
+    assert (p.status.aggregate.failed, p.status.aggregate.running) == (1, 2 if kept else 0)
+    if not kept:
+        return
+    finished = sim.status["completionTime"], sim.condition("Failed")
+    sim.set("tiny-worker-1", "Succeeded")
+    p = sim.step()
+    assert p.status_changed
+    aggregate = p.status.aggregate
+    assert (aggregate.failed, aggregate.succeeded, aggregate.running) == (1, 1, 1)
+    phases = {r.name: r.phase for t in p.status.tasks for r in t.replicas}
+    assert phases == {
+        "tiny-worker-0": "Failed",
+        "tiny-worker-1": "Succeeded",
+        "tiny-worker-2": "Running",
+    }
+    del sim.objects[("Pod", "tiny-worker-2")]  # gone without ending: a user deleted it
+    sim.set("tiny-worker-1", "Failed", 1)  # a final phase recorded is kept
+    p = sim.step()
+    phases = {r.name: r.phase for t in p.status.tasks for r in t.replicas}
+    assert phases == {
+        "tiny-worker-0": "Failed",
+        "tiny-worker-1": "Succeeded",
+        "tiny-worker-2": "Deleted",
+    }
+    assert (p.status.aggregate.succeeded, p.status.aggregate.deleted) == (1, 1)
+    assert (sim.status["completionTime"], sim.condition("Failed")) == finished
+    assert p.status.phase == "Failed" and not sim.step().status_changed

@@ -2,20 +2,54 @@
 
 from __future__ import annotations
 
+from importlib.metadata import distribution
+from pathlib import Path
+
 import pytest
 
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo
-from t9kjobs.manager import PluginError, PluginManager, load_plugins
+from t9kjobs.manager import ENTRY_POINT_GROUP, PluginError, PluginManager, load_plugins
 from tests.unit.tinyjob import KIND, TinyJobSpec, TinyPlugin
 
+BUNDLED = {"colossalai", "deepspeed", "generic", "pytorch", "scheduling"}
 
-def test_bundled_plugins_load_through_the_entry_point_group() -> None:
+
+def install_third_party_plugin(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A distribution `third-party-tiny` beside t9k-jobs, serving TinyJob through the group."""
+    (path / "third_party_tiny.py").write_text(
+        "from tests.unit.tinyjob import TinyPlugin\n\nplugin = TinyPlugin()\n"
+    )
+    info = path / "third_party_tiny-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: third-party-tiny\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\ntiny = third_party_tiny:plugin\n"
+    )
+    monkeypatch.syspath_prepend(str(path))
+
+
+@pytest.mark.parametrize("third_party", [False, True], ids=["alone", "with-a-third-party-plugin"])
+def test_bundled_plugins_load_through_the_entry_point_group(
+    third_party: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if third_party:
+        install_third_party_plugin(tmp_path, monkeypatch)
+    declared = {
+        ep.name for ep in distribution("t9k-jobs").entry_points if ep.group == ENTRY_POINT_GROUP
+    }
+    assert declared == BUNDLED
     manager = load_plugins()
-    names = {p.name for p in manager.plugins()}
-    assert {"generic"} <= names
+    loaded = {p.name: p.distribution for p in manager.plugins()}
+    assert {name: loaded.get(name) for name in BUNDLED} == dict.fromkeys(BUNDLED, "t9k-jobs")
     assert manager.owner_of("GenericJob") == "generic"
-    assert all(p.distribution == "t9k-jobs" for p in manager.plugins())
+    # Other installed plugins (the template's, when installed) come from their own distributions.
+    others = {name: dist for name, dist in loaded.items() if name not in BUNDLED}
+    assert "t9k-jobs" not in others.values()
+    assert ("tiny" in others) is third_party
+    if third_party:
+        assert others["tiny"] == "third-party-tiny"
+        assert manager.owner_of(KIND) == "tiny"
 
 
 def test_two_plugins_claiming_one_kind_is_an_error_naming_both() -> None:

@@ -11,8 +11,8 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from tests.unit.conftest import NOW
-from tests.unit.podsim import apply_plan, set_phase
 from tests.unit.tinyjob import KIND, tiny_job, tiny_manager
 
 Obj = dict[str, Any]
@@ -41,7 +41,7 @@ class Sim:
         return self.objects[("Pod", name)]
 
     def set(self, name: str, phase: str, code: int | None = None) -> None:
-        self.objects[("Pod", name)] = set_phase(self.pod(name), phase, code)
+        self.objects[("Pod", name)] = pod_in_phase(self.pod(name), phase, code)
 
     @property
     def status(self) -> Obj:

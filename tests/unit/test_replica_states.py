@@ -14,9 +14,9 @@ from t9kjobs.manager import load_plugins
 from t9kjobs.models import ContainerStatus, Lifecycle, RestartRule, RunMode
 from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod
 from t9kjobs.planner.replicas import assess
+from t9kjobs.testing.fixtures import pod_in_phase
 from tests.unit.conftest import NOW
 from tests.unit.plugins.pytorch.helpers import container, manifest, replica
-from tests.unit.podsim import set_phase
 from tests.unit.test_planner import Sim
 from tests.unit.tinyjob import tiny_job
 
@@ -29,7 +29,7 @@ def _desired(policy: str, limit: int | None = None) -> DesiredPod:
 
 
 def _observed(phase: str, code: int | None = None, incarnation: str | None = None) -> Obj:
-    pod = set_phase(_desired("Never").manifest, phase, code)
+    pod = pod_in_phase(_desired("Never").manifest, phase, code)
     if incarnation is not None:
         pod["metadata"]["annotations"] = {ANNOTATION_INCARNATION: incarnation}
     return pod

@@ -9,10 +9,20 @@ from collections.abc import Sequence
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, RestartRule
-from t9kjobs.objects import DesiredPod, Obj, config_map, find_container, headless_service, new_pod
+from t9kjobs.objects import (
+    DesiredPod,
+    Obj,
+    config_map,
+    headless_service,
+    new_pod,
+    pod_host,
+    pod_name,
+    training_container,
+)
 from t9kjobs.ssh import mount_ssh, ssh_secret, start_sshd_script, wait_for_sshd_script
 from t9kjobs.templating import render_template
 from t9kjobs.validation import run_mode_problems
+
 from t9kjobs_mpijob.spec import MPIJobSpec
 
 __all__ = [
@@ -57,14 +67,15 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
 def _hosts(job: Job) -> list[str]:
     """The workers' DNS names through the job's headless Service."""
     workers = job.spec_as(MPIJobSpec).worker.replicas
-    return [f"{job.name}-worker-{i}.{job.name}" for i in range(workers)]
+    return [pod_host(job, pod_name(job.name, "worker", i)) for i in range(workers)]
 
 
 def _pod(job: Job, role: str, index: int, name: str | None = None) -> DesiredPod:
     spec = job.spec_as(MPIJobSpec)
     replica = spec.launcher if role == "launcher" else spec.worker
     manifest = new_pod(job, role, index, replica.template, subdomain=job.name, name=name)
-    container = find_container(manifest)
+    found = training_container(manifest)  # the template's first container runs mpirun
+    container = found[1] if found is not None else None
     names = [container["name"]] if container is not None else []
     mount_ssh(manifest, job, names)  # the launcher is the ssh client, workers the servers
     if role == "launcher" and container is not None:
@@ -77,7 +88,7 @@ def _pod(job: Job, role: str, index: int, name: str | None = None) -> DesiredPod
     return DesiredPod(
         replica_type=role,
         index=index,
-        restart=RestartRule.of(replica.restart_policy),
+        restart=RestartRule(policy=replica.restart_policy),  # bounded by runPolicy.backoffLimit
         manifest=manifest,
         training_container=names[0] if names else None,
         debug_command=_sshd() if role == "worker" else None,  # debug: workers keep sshd

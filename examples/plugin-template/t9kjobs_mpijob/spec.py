@@ -4,7 +4,6 @@ refused, by `ApiModel`). The CRD is generated from it; descriptions are its docu
 from __future__ import annotations
 
 from pydantic import Field
-
 from t9kjobs.models import (
     ApiModel,
     JobSpec,
@@ -21,7 +20,11 @@ __all__ = ["Launcher", "MPIJobSpec", "Workers"]
 class Launcher(ApiModel):
     """The launcher pod: it runs mpirun, so its exit is the job's result."""
 
-    restart_policy: RestartPolicyType = Field(default="OnFailure", description="How to restart.")
+    restart_policy: RestartPolicyType = Field(
+        default="OnFailure",
+        description="When a finished pod is restarted (Always, OnFailure, Never, ExitCode); the"
+        " restarts of all pods together are bounded by runPolicy.backoffLimit.",
+    )
     template: PodTemplate = Field(description="Pod template; its first container runs mpirun.")
 
 

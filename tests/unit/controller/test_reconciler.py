@@ -18,7 +18,7 @@ from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
-from tests.unit.podsim import set_phase
+from t9kjobs.testing.fixtures import pod_in_phase
 
 from .fake_transport import FakeTransport
 
@@ -292,7 +292,9 @@ def test_the_events_of_both_plans_are_posted_and_the_verdicts_before_its_status(
         # While the pods are created, the watch reports the master's success: the status
         # planned after the creations is the verdict.
         if method == "POST" and body["metadata"].get("name") == "mnist-master-0":
-            ended = set_phase({**body, "metadata": {**body["metadata"], "uid": "m"}}, "Succeeded")
+            ended = pod_in_phase(
+                {**body, "metadata": {**body["metadata"], "uid": "m"}}, "Succeeded"
+            )
             ended["metadata"]["resourceVersion"] = "5"
             children["Pod"].put(ended)
 

@@ -12,7 +12,7 @@ import yaml
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import RestartRule
+from t9kjobs.models import MAX_PODS, RestartRule
 from t9kjobs.render import render_job
 from tests.unit.conftest import REPO
 from tests.unit.golden import assert_golden
@@ -103,7 +103,7 @@ def test_no_service_without_spec_service(manager: PluginManager) -> None:
         (
             lambda d: d["spec"].update(cleanUpPolicy="Some"),
             "spec.cleanUpPolicy",
-            "'All', 'Unfinished' or 'None'",
+            "one of `All`, `Unfinished` or `None`",
         ),
         (
             lambda d: d["spec"]["replicaSpecs"][0].update(restartPolicy="Sometimes"),
@@ -298,7 +298,11 @@ def test_named_ports_still_resolve_with_app_protocol_and_long_names(
             "spec.service.ports[1]",
             "port 80/TCP is repeated",
         ),
-        ([{"port": 1, "protocol": "HTTP"}], "spec.service.ports[0].protocol", "'TCP'"),
+        (
+            [{"port": 1, "protocol": "HTTP"}],
+            "spec.service.ports[0].protocol",
+            "one of `TCP`, `UDP` or `SCTP`",
+        ),
         ([{"port": 1, "appProtocol": "not a name"}], "spec.service.ports[0].appProtocol", ""),
         ([{"name": "Torch", "port": 1}], "spec.service.ports[0].name", "pattern"),
     ],
@@ -496,4 +500,15 @@ def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
     doc["spec"]["replicaSpecs"] = [master, worker, copy.deepcopy(master), copy.deepcopy(worker)]
     assert _problems(manager, doc) == [
         "spec.replicaSpecs: replica types must be unique; repeated: master, worker"
+    ]
+
+
+def test_a_job_has_at_most_max_pods_replicas_in_all(manager: PluginManager) -> None:
+    doc = _example()
+    master, worker = doc["spec"]["replicaSpecs"]
+    master["replicas"], worker["replicas"] = 1, MAX_PODS - 1
+    load_job(doc, manager)  # exactly MAX_PODS: accepted
+    worker["replicas"] = MAX_PODS
+    assert _problems(manager, doc) == [
+        f"spec.replicaSpecs: a job has at most {MAX_PODS} replicas in all, this one {MAX_PODS + 1}"
     ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ __all__ = [
     "env_of",
     "example",
     "manifest",
-    "phase",
     "replica",
 ]
 
@@ -62,19 +60,3 @@ def env_of(pod: Obj) -> dict[str, str]:
     c = find_container(pod, "python")
     assert c is not None
     return {e["name"]: e["value"] for e in c.get("env") or [] if "value" in e}
-
-
-def phase(pod: Obj, phase_: str, exit_code: int | None = None) -> Obj:
-    """A copy of a created pod as the cluster reports it in `phase_` (with a uid)."""
-    pod = copy.deepcopy(pod)
-    pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}"
-    if phase_ in ("Succeeded", "Failed"):
-        code = exit_code if exit_code is not None else (0 if phase_ == "Succeeded" else 1)
-        state: Obj = {"terminated": {"exitCode": code}}
-    elif phase_ == "Running":
-        state = {"running": {}}
-    else:
-        state = {"waiting": {"reason": "ContainerCreating"}}
-    statuses = [{"name": c["name"], "state": state} for c in pod["spec"]["containers"]]
-    pod["status"] = {"phase": phase_, "containerStatuses": statuses}
-    return pod

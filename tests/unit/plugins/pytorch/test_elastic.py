@@ -13,7 +13,8 @@ from t9kjobs.models import ElasticConfig, Job
 from t9kjobs.planner import Observed, plan
 from t9kjobs.plugins.pytorch.spec import PyTorchTrainingJobSpec
 from t9kjobs.plugins.pytorch.topology import replica_counts, split_by_weight, topology
-from tests.unit.plugins.pytorch.helpers import NOW, Obj, env_of, example, manifest, phase, replica
+from t9kjobs.testing.fixtures import pod_in_phase
+from tests.unit.plugins.pytorch.helpers import NOW, Obj, env_of, example, manifest, replica
 
 MakeJob = Callable[[Any], Job]
 
@@ -107,7 +108,7 @@ def _scaled(doc: Obj, expected: int) -> Obj:
 def _running(manager: PluginManager, job: Job) -> list[Obj]:
     """The pods the first reconcile creates, as the cluster reports them once running."""
     first = plan(job, Observed(), NOW, manager.hooks_for(job.kind))
-    return [phase(o, "Running") for o in first.create if o["kind"] == "Pod"]
+    return [pod_in_phase(o, "Running") for o in first.create if o["kind"] == "Pod"]
 
 
 def test_scaling_down_deletes_the_highest_indices(

@@ -8,9 +8,10 @@ from typing import Any
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
-from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.planner import Observed, plan
 from t9kjobs.plugins.pytorch.spec import PyTorchTrainingJobStatus
-from tests.unit.plugins.pytorch.helpers import NOW, Obj, example, manifest, phase, replica
+from t9kjobs.testing.fixtures import pod_in_phase, reconcile_with
+from tests.unit.plugins.pytorch.helpers import NOW, Obj, example, manifest, replica
 
 MakeJob = Callable[[Any], Job]
 
@@ -23,24 +24,8 @@ def _job(make_job: MakeJob, restart: str = "Never") -> Job:
     )
 
 
-def _pods(manager: PluginManager, job: Job) -> dict[str, Obj]:
-    first = plan(job, Observed(), NOW, manager.hooks_for(job.kind))
-    return {o["metadata"]["name"]: o for o in first.create if o["kind"] == "Pod"}
-
-
-def _plan(manager: PluginManager, job: Job, phases: dict[str, tuple[str, int | None]]) -> Plan:
-    """Plan a job that was running (all pods up) once its pods reached `phases`."""
-    hooks = manager.hooks_for(job.kind)
-    pods = _pods(manager, job)
-    running = plan(job, Observed.of([phase(p, "Running") for p in pods.values()]), NOW, hooks)
-    assert running.status.phase == "Running"
-    job = job.model_copy(update={"status": running.status})
-    observed = [phase(pods[n], *phases.get(n, ("Running", None))) for n in pods]
-    return plan(job, Observed.of(observed), NOW, hooks)
-
-
 def test_master_success_succeeds_the_job(manager: PluginManager, make_job: MakeJob) -> None:
-    result = _plan(manager, _job(make_job), {"job-master-0": ("Succeeded", 0)})
+    result = reconcile_with(_job(make_job), {"job-master-0": ("Succeeded", 0)}, manager=manager)
     assert result.status.phase == "Succeeded"
     completed = result.status.condition("Completed")
     assert completed is not None and completed.status == "True"
@@ -52,12 +37,14 @@ def test_workers_succeeding_do_not_finish_the_job(
     manager: PluginManager, make_job: MakeJob
 ) -> None:
     done = ("Succeeded", 0)
-    result = _plan(manager, _job(make_job), {"job-worker-0": done, "job-worker-1": done})
+    result = reconcile_with(
+        _job(make_job), {"job-worker-0": done, "job-worker-1": done}, manager=manager
+    )
     assert result.status.phase == "Running"
 
 
 def test_worker_failing_for_good_fails_the_job(manager: PluginManager, make_job: MakeJob) -> None:
-    result = _plan(manager, _job(make_job), {"job-worker-1": ("Failed", 137)})
+    result = reconcile_with(_job(make_job), {"job-worker-1": ("Failed", 137)}, manager=manager)
     assert result.status.phase == "Failed"
     failed = result.status.condition("Failed")
     assert failed is not None and failed.reason == "ReplicaFailed"
@@ -65,7 +52,9 @@ def test_worker_failing_for_good_fails_the_job(manager: PluginManager, make_job:
 
 
 def test_non_retryable_exit_code_fails_the_job(manager: PluginManager, make_job: MakeJob) -> None:
-    result = _plan(manager, _job(make_job, "ExitCode"), {"job-worker-0": ("Failed", 1)})
+    result = reconcile_with(
+        _job(make_job, "ExitCode"), {"job-worker-0": ("Failed", 1)}, manager=manager
+    )
     assert result.status.phase == "Failed"
     failed = result.status.condition("Failed")
     assert (
@@ -75,7 +64,9 @@ def test_non_retryable_exit_code_fails_the_job(manager: PluginManager, make_job:
 
 
 def test_restarting_worker_does_not_fail_the_job(manager: PluginManager, make_job: MakeJob) -> None:
-    result = _plan(manager, _job(make_job, "ExitCode"), {"job-worker-0": ("Failed", 137)})
+    result = reconcile_with(
+        _job(make_job, "ExitCode"), {"job-worker-0": ("Failed", 137)}, manager=manager
+    )
     assert result.status.phase == "Running"
     assert result.status.backoff_count == 1
     assert [r.name for r in result.delete] == ["job-worker-0"]  # replaced by the next reconcile
@@ -87,7 +78,9 @@ def test_restarting_worker_does_not_fail_the_job(manager: PluginManager, make_jo
 def test_master_failing_with_restarts_left_restarts(
     manager: PluginManager, make_job: MakeJob
 ) -> None:
-    result = _plan(manager, _job(make_job, "OnFailure"), {"job-master-0": ("Failed", 2)})
+    result = reconcile_with(
+        _job(make_job, "OnFailure"), {"job-master-0": ("Failed", 2)}, manager=manager
+    )
     assert result.status.phase == "Running"
     assert [r.name for r in result.delete] == ["job-master-0"]
 
@@ -157,7 +150,7 @@ def test_removing_the_tensorboard_spec_deletes_it(
 ) -> None:
     doc = example("master-worker")
     first = plan(make_job(doc), Observed(), NOW, manager.hooks_for("PyTorchTrainingJob"))
-    children = [phase(o, "Running") if o["kind"] == "Pod" else o for o in first.create]
+    children = [pod_in_phase(o, "Running") if o["kind"] == "Pod" else o for o in first.create]
     del doc["spec"]["tensorboardSpec"]
     job = make_job(doc)
     result = plan(job, Observed.of(children), NOW, manager.hooks_for(job.kind))

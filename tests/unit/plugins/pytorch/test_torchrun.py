@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from t9kjobs.plugins.pytorch.torchrun import option_name
+from t9kjobs.plugins.pytorch.torchrun import ELASTIC_MAX_RESTARTS, option_name
 from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
 
 Render = Callable[[Obj], list[Obj]]
@@ -113,6 +113,27 @@ def test_extra_options_come_after_generated_ones_so_they_win(render: Render) -> 
     ns = torchrun_parser(dashes=False).parse_args(argv[1:])
     assert (ns.nnodes, ns.monitor_interval, ns.nproc_per_node) == ("1:2", 1.0, "1")
     assert ns.max_restarts is None  # not set: torchrun's default
+
+
+@pytest.mark.parametrize(
+    ("max_restarts", "expected"), [(None, ELASTIC_MAX_RESTARTS), (0, 0), (7, 7)]
+)
+def test_an_elastic_line_restarts_its_workers_unless_told_otherwise(
+    render: Render, max_restarts: int | None, expected: int
+) -> None:
+    """A scale makes a peer's rank fail before its agent sees the new node (torchrun counts
+    it); with torchrun's default of no restart that agent left the job on the real node."""
+    torchrun: dict[str, object] = {"enabled": True}
+    if max_restarts is not None:
+        torchrun["maxRestarts"] = max_restarts
+    doc = manifest(
+        replica("worker", 2, container(args=["train.py"])),
+        elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 4},
+        torchrunConfig=torchrun,
+    )
+    for pod in render(doc):
+        ns = torchrun_parser(dashes=False).parse_args(command(pod)[1:])
+        assert ns.max_restarts == expected
 
 
 def test_the_python_container_is_the_training_container(render: Render) -> None:

@@ -12,7 +12,7 @@ from t9kjobs.cli.main import main
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import dump
+from t9kjobs.models import MAX_PODS, dump
 from t9kjobs.plugins.pytorch.spec import (
     PyTorchTrainingJobSpec,
     PyTorchTrainingJobStatus,
@@ -337,3 +337,12 @@ def test_cli_validate_prints_warnings_and_exits_zero(
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err
     assert "warning: spec.replicaSpecs[0].template.spec.containers[0].command: ignored" in err
+
+
+def test_a_job_has_at_most_max_pods_replicas_in_all(manager: PluginManager) -> None:
+    at_most = manifest(replica("worker", MAX_PODS // 2), replica("ps", MAX_PODS // 2))
+    assert problems(manager, at_most) == []
+    over = manifest(replica("worker", MAX_PODS // 2), replica("ps", MAX_PODS // 2 + 1))
+    assert [str(p) for p in problems(manager, over)] == [
+        f"spec.replicaSpecs: a job has at most {MAX_PODS} replicas in all, this one {MAX_PODS + 1}"
+    ]
