@@ -17,7 +17,7 @@ from t9kjobs.controller.slimming import slimmer
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, plan
-from tests.unit.podsim import apply_plan, set_phase
+from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 
 from .test_reconciler import JOB, KIND
 
@@ -27,7 +27,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def as_served(pod: Obj, phase: str, exit_code: int | None = None) -> Obj:
     """`pod` in `phase` with what the API server and the kubelet add to it."""
-    pod = set_phase(pod, phase, exit_code)
+    pod = pod_in_phase(pod, phase, exit_code)
     pod["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
     pod["spec"]["nodeName"] = "node-1"
     pod["status"].update(
