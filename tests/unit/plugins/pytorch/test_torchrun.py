@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from t9kjobs.plugins.pytorch.torchrun import ELASTIC_MAX_RESTARTS, option_name
+from t9kjobs.plugins.pytorch.torchrun import option_name
 from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
 
 Render = Callable[[Obj], list[Obj]]
@@ -115,9 +115,7 @@ def test_extra_options_come_after_generated_ones_so_they_win(render: Render) -> 
     assert ns.max_restarts is None  # not set: torchrun's default
 
 
-@pytest.mark.parametrize(
-    ("max_restarts", "expected"), [(None, ELASTIC_MAX_RESTARTS), (0, 0), (7, 7)]
-)
+@pytest.mark.parametrize(("max_restarts", "expected"), [(None, 3), (0, 0), (7, 7)])
 def test_an_elastic_line_restarts_its_workers_unless_told_otherwise(
     render: Render, max_restarts: int | None, expected: int
 ) -> None:
