@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench soak chaos demo demo-sim mutate clean
+.PHONY: venv test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale soak chaos demo demo-sim mutate clean
 
 # EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
 # `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
@@ -71,6 +71,14 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r bench/requirements.txt
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# The scale and steady-state series (docs/benchmarks.md): 2,000 / 5,000 / 10,000 jobs x 4 pods,
+# ours and the training operator (10 min limit), then Poisson arrivals at 50% and 80% of the
+# capacity measured at 2,000; hours on 2 cores, never in CI. Under the shared lock.
+# SERIES_ARGS="--sizes 2000 --steady 0.5" for a part; results in build/bench-scale/.
+bench-scale: $(STAMP)
+	$(BIN)/pip install --quiet -r bench/requirements.txt
+	$(BIN)/python -m bench.series --out build/bench-scale $(SERIES_ARGS)
 
 # Mutation testing of the planner and the plugins against the unit tier (docs/testing.md);
 # not part of `make test`. A full run rewrites the scores in docs/testing.md and uses every

@@ -1,6 +1,10 @@
 """Summary of a py-spy profile of the operator (`--format raw --threads --idle`): for each
 group of threads (reconcile workers, informers, the rest), where their time goes, inclusive
-and by leaf frame. `python -m bench.profile PROFILE.txt [--top 25]`.
+and by leaf frame. `python -m bench.profile PROFILE.txt [--top 25] [--busy]`.
+
+`--busy` keeps only the samples of a thread on the CPU (its leaf frame is not a wait: a socket
+read, a lock or condition, a sleep, a poll) and puts every thread in one group: where the
+operator's CPU goes, rather than where its threads wait.
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ def _function(frame: str) -> str:
     return _LOCATION.sub(lambda m: f" ({m.group(1)})", frame)
 
 
-def summarize(text: str, top: int = 25) -> str:
+# Leaf frames of a thread that waits (py-spy --idle samples them too).
+_WAITS = re.compile(
+    r"^(SSLSocket\.(read|recv_into)|socket\.recv|Condition\.wait|Event\.wait|Lock\.acquire"
+    r"|_PollLikeSelector\.select|poll_wait_for_socket\.<locals>\.do_poll|sleep"
+    r"|Thread\.join|Queue\.get|_worker|SocketIO\.readinto) "
+)
+
+
+def summarize(text: str, top: int = 25, busy: bool = False) -> str:
     samples: Counter[str] = Counter()
     inclusive: dict[str, Counter[str]] = {}
     leaves: dict[str, Counter[str]] = {}
@@ -34,8 +46,10 @@ def summarize(text: str, top: int = 25) -> str:
         match = _THREAD.match(stack)
         if not match or not count.isdigit():
             continue
-        group = _group(match.group(1))
+        group = "on the CPU (every thread)" if busy else _group(match.group(1))
         frames = [_function(f) for f in stack[match.end() :].split(";") if f]
+        if busy and (not frames or _WAITS.match(frames[-1])):
+            continue
         n = int(count)
         samples[group] += n
         inc = inclusive.setdefault(group, Counter())
@@ -58,8 +72,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("profile", type=Path)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--busy", action="store_true", help="only samples on the CPU, all threads")
     args = p.parse_args()
-    print(summarize(args.profile.read_text(), args.top))
+    print(summarize(args.profile.read_text(), args.top, args.busy))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ directly by a plain parallel client, each phase on a fresh local control plane.
 
     python -m bench [--jobs 500] [--replicas 4] [--phases raw,ours,to-default,to-qps]
 
+With `--arrival-rate R --arrival-seconds S` the jobs are not submitted at once but arrive as a
+Poisson process of R jobs a second for S seconds (R x S jobs): the steady-state latency.
+
 Writes results.json, summary.md, pods.png and each phase's logs into --out.
 """
 
@@ -15,11 +18,13 @@ import logging
 import math
 import os
 import platform
+import random
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +36,7 @@ from bench.recorder import Recorder
 from bench.report import markdown_table, plot_pods, timeline_figures
 from bench.workload import NAMESPACE, post_items, raw_pods
 from t9kjobs.controller.operator import Options
-from t9kjobs.controller.transport import Transport, load_configuration
+from t9kjobs.controller.transport import ApiError, Transport, load_configuration
 
 __all__ = ["main"]
 
@@ -103,6 +108,42 @@ class Phase:
         return post_items(jobs, self.operator.jobs.plural, self.operator.jobs.api_version)
 
     def submit(self, cluster: Cluster, items: list[Obj]) -> list[Obj]:
+        """POST every item, at once or as they arrive (`--arrival-rate`); their results."""
+        if self.args.arrival_rate:
+            return self.submit_arriving(cluster, items)
+        return self.submit_at_once(cluster, items)
+
+    def submit_arriving(self, cluster: Cluster, items: list[Obj]) -> list[Obj]:
+        """POST each item at its arrival time: exponential gaps of mean 1/rate (a seeded
+        generator, so runs get the same arrivals). Each result is {name, end, code}, like
+        bench-create's."""
+        transport = Transport(load_configuration(cluster.kubeconfig), qps=0)
+        gaps = random.Random(self.args.seed)
+        results: list[Obj] = []
+
+        def post(item: Obj) -> None:
+            code = 201
+            try:
+                transport.request("POST", item["path"], body=item["body"])
+            except ApiError as exc:
+                code = exc.status
+            name = item["body"]["metadata"]["name"]
+            results.append({"name": name, "end": time.time(), "code": code})
+
+        start = time.monotonic()
+        due = 0.0
+        with ThreadPoolExecutor(8) as pool:
+            for item in items:
+                due += gaps.expovariate(self.args.arrival_rate)
+                time.sleep(max(0.0, start + due - time.monotonic()))
+                pool.submit(post, item)
+        failed = [r for r in results if not 200 <= r["code"] < 300]
+        log(f"{len(results)} job(s) submitted over {time.monotonic() - start:.1f}s")
+        if failed:
+            raise RuntimeError(f"submission failed: {failed[:3]}")
+        return results
+
+    def submit_at_once(self, cluster: Cluster, items: list[Obj]) -> list[Obj]:
         """POST every item with bench-create; its per-request results."""
         path = self.dir / "items.jsonl"
         path.write_text("".join(json.dumps(i) + "\n" for i in items))
@@ -118,7 +159,7 @@ class Phase:
             ],
             capture_output=True,
             text=True,
-            timeout=self.args.phase_timeout,
+            timeout=self.timeout(),
         )
         log(done.stderr.strip())
         results = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
@@ -222,12 +263,19 @@ class Phase:
             cluster.down()
             log(f"{self.key}: cluster stopped")
 
+    def timeout(self) -> float:
+        """Seconds the phase may take: the training operator's may be shorter; arrivals add
+        their own span."""
+        a = self.args
+        limit = a.kubeflow_timeout if isinstance(self.operator, KubeflowOperator) else None
+        return (limit or a.phase_timeout) + (a.arrival_seconds if a.arrival_rate else 0.0)
+
     def wait(
         self, recorder: Recorder, op: OperatorUnderTest | None, t0: float
     ) -> tuple[bool, bool]:
         """Until every pod exists and every job has finished (the raw phase: every pod has
         finished), or the phase's time is up. (finished, timed out)."""
-        deadline = t0 + self.args.phase_timeout
+        deadline = t0 + self.timeout()
         last_report = time.monotonic()
         while time.time() < deadline:
             pods, finished, succeeded, failed = recorder.counts()
@@ -338,6 +386,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--phase-timeout", type=float, default=900, help="seconds a phase may take (900)"
     )
     p.add_argument(
+        "--kubeflow-timeout",
+        type=float,
+        help="seconds a training operator phase may take (default: --phase-timeout)",
+    )
+    p.add_argument(
+        "--arrival-rate",
+        type=float,
+        help="jobs a second arriving as a Poisson process, instead of all at once",
+    )
+    p.add_argument(
+        "--arrival-seconds",
+        type=float,
+        default=300,
+        help="how long jobs arrive, with --arrival-rate (300); --jobs is then rate x seconds",
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed of the arrival times (1)")
+    p.add_argument(
         "--settle",
         type=float,
         default=3,
@@ -373,6 +438,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
     if args.replicas < 2:
         p.error("--replicas must be at least 2 (a master and a worker)")
+    if args.arrival_rate is not None:
+        if args.arrival_rate <= 0 or args.arrival_seconds <= 0:
+            p.error("--arrival-rate and --arrival-seconds must be positive")
+        if "raw" in args.phases:
+            p.error("--arrival-rate: the raw phase submits pods, not jobs; leave it out")
+        args.jobs = max(1, round(args.arrival_rate * args.arrival_seconds))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     args.out = (args.out or Path("/tmp/t9kjobs-bench") / stamp).resolve()
     return args
@@ -400,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     tools = build_tools()
     info: Obj = {
         "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
+        "arrival_rate": args.arrival_rate,
+        "arrival_seconds": args.arrival_seconds if args.arrival_rate else None,
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "load_before": load_average(),

@@ -60,9 +60,9 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     p.add_argument("--workers", type=int, default=8, help="concurrent reconciles (default 8)")
     p.add_argument(
-        "--qps", type=float, default=200.0, help="client QPS to the API server (200; 0: no limit)"
+        "--qps", type=float, default=500.0, help="client QPS to the API server (500; 0: no limit)"
     )
-    p.add_argument("--burst", type=int, default=400, help="client burst (default 400)")
+    p.add_argument("--burst", type=int, default=1000, help="client burst (default 1000)")
     p.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease")
     p.add_argument(
         "--leader-election-namespace",

@@ -9,6 +9,10 @@ server's current state, not whatever its cache held), and a relisted object repl
 one only if it is not older; an object missing from the list is forgotten only if the cache's
 copy is not newer than the list (an answer to one of our writes may be).
 
+A watch event for a version the store holds already is not handed to the handlers: it is the
+echo of the operator's own write, whose answer the reconciler stored, and queueing the job for
+it would only reconcile again on what that reconcile just did.
+
 A watch is bounded: the server ends it after `timeoutSeconds` (jittered, so informers do not
 all come back at once), and the client gives up when no byte came for a few seconds longer,
 with TCP keepalive under it. A stream that died without a word (an API server frozen, or gone
@@ -25,15 +29,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from t9kjobs.controller.resources import Resource
+from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.transport import ApiError, Transport
 
-__all__ = ["Informer", "Store", "newer"]
+__all__ = ["LIST_PAGE", "Informer", "Store", "newer"]
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
 Handler = Callable[[str, Obj], None]  # (event type, object)
 
 log = logging.getLogger("t9kjobs.informer")
+
+LIST_PAGE = 500  # objects a list asks for at once
 
 
 def _strictly_newer(candidate: Obj, gone: Obj) -> bool:
@@ -75,12 +82,14 @@ class Store:
 
     A removed object leaves a tombstone (its last resourceVersion) for a while: an API answer
     that arrives after the watch reported the deletion (a DELETE's own response, say) must not
-    bring the object back.
+    bring the object back. Objects are kept as `slim` trims them (`t9kjobs.controller.slimming`;
+    by default, without managedFields).
     """
 
     TOMBSTONE_SECONDS = 300.0
 
-    def __init__(self) -> None:
+    def __init__(self, slim: Callable[[Obj], Obj] | None = None) -> None:
+        self._slim = slim or slimmer("")
         self._objects: dict[Key, Obj] = {}
         self._by_owner: dict[str, set[Key]] = {}
         self._tombstones: dict[Key, tuple[Obj, float]] = {}
@@ -102,10 +111,21 @@ class Store:
         with self._lock:
             return self._objects.get((namespace, name))
 
+    def slim(self, obj: Obj) -> Obj:
+        """`obj` as this store keeps it (`put` keeps it so)."""
+        return self._slim(obj)
+
+    def holds(self, obj: Obj) -> bool:
+        """Whether the store holds `obj` at its resourceVersion already (the reconciler put the
+        API's answer to its write there before the watch reported the change)."""
+        rv = obj["metadata"].get("resourceVersion")
+        with self._lock:
+            current = self._objects.get(self.key(obj))
+        return bool(rv) and current is not None and current["metadata"].get("resourceVersion") == rv
+
     def put(self, obj: Obj) -> bool:
         """Store `obj` unless the store already holds a newer version; True if stored."""
-        # No reconcile reads managedFields; kept, they are a third of a cached pod's memory.
-        obj["metadata"].pop("managedFields", None)
+        obj = self._slim(obj)
         key = self.key(obj)
         with self._lock:
             current = self._objects.get(key)
@@ -228,17 +248,32 @@ class Informer:
     def _list(self) -> None:
         # No resourceVersion: a consistent read of the current state. ("0" would take whatever
         # the server's watch cache holds, which may be older than our store after a restart.)
-        answer = self.transport.request(
-            "GET",
-            self.resource.path(self.namespace),
-            query={"labelSelector": self.label_selector},
-            timeout=120,
-        )
-        items = answer.get("items") or []
-        for item in items:  # list items carry no kind; the handlers want complete objects
-            item.setdefault("kind", self.resource.kind)
-            item.setdefault("apiVersion", self.resource.api_version)
-        version = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        # In pages of LIST_PAGE, each trimmed as the store keeps it before the next comes: the
+        # 40,000 pods of 10,000 jobs in one answer would more than double the operator's memory
+        # for a moment. An expired continue token is a 410: the list starts again (`_run`).
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            answer = self.transport.request(
+                "GET",
+                self.resource.path(self.namespace),
+                query={
+                    "labelSelector": self.label_selector,
+                    "limit": str(LIST_PAGE),
+                    "continue": token,
+                },
+                timeout=120,
+            )
+            for item in answer.get("items") or []:
+                # List items carry no kind; the handlers want complete objects.
+                item.setdefault("kind", self.resource.kind)
+                item.setdefault("apiVersion", self.resource.api_version)
+                items.append(self.store.slim(item))
+            page = answer.get("metadata") or {}
+            token = page.get("continue") or None
+            if token is None:
+                break
+        version = str(page.get("resourceVersion", ""))
         changed, gone = self.store.replace(items, self.namespace, version)
         self._rv = version
         self.synced.set()
@@ -275,6 +310,8 @@ class Informer:
             try:
                 if kind == "DELETED":
                     self.store.remove(*Store.key(obj), last=obj)
+                elif self.store.holds(obj):
+                    continue  # the answer to our own write, in the store already: no news
                 else:
                     self.store.put(obj)
                 self._handler(str(kind), obj)

@@ -32,6 +32,7 @@ from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.reconciler import JobKey, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, Resource, job_resource
+from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
 from t9kjobs.controller.threads import Supervisor
 from t9kjobs.controller.transport import ApiError, Transport
@@ -53,10 +54,11 @@ class Options:
     namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
     workers: int = 8
     # A client limit only has to stop a runaway loop: the API server protects itself with
-    # priority and fairness. At 50/100 the limiter was 77% of the workers' time; at 200/400
-    # it no longer shows in a profile (docs/benchmarks.md).
-    qps: float = 200.0
-    burst: int = 400
+    # priority and fairness, and a 429 is waited out (transport). 200/400 came close to
+    # bounding a burst of 500 jobs; 500/1,000 is about the most the benchmark's API server
+    # took (527 pod creations a second; docs/benchmarks.md).
+    qps: float = 500.0
+    burst: int = 1000
     leader_elect: bool = False
     leader_election_namespace: str = ""
     leader_election_id: str = "t9k-jobs-operator"
@@ -69,6 +71,10 @@ class Options:
     # window: the pods of a job that start or end together cost one reconcile and one status
     # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
     child_batch_period: float = 1.0
+    # A pod that has just finished may decide its job: its job is queued after this shorter
+    # window instead, so that the verdict follows the deciding replica within about it (pods
+    # that finish together still share the window, and one status write).
+    finished_pod_batch_period: float = 0.25
     # Every job is reconciled again this often (+-10%), so that a missed event is not missed
     # for ever; 0 turns it off.
     resync_period: float = 600.0
@@ -181,9 +187,9 @@ class Operator:
 
     def _on_job(self, event: str, obj: Obj) -> None:
         """A new job or a changed spec is reconciled at once. A change that leaves the spec's
-        generation as it was (the status, most often our own write coming back) is batched
-        like a child's: reconciling on it at once would write the status again for every pod
-        that moved meanwhile."""
+        generation as it was (the status: another writer's, or our own write whose echo came
+        before its answer) is batched like a child's: reconciling on it at once would write the
+        status again for every pod that moved meanwhile."""
         meta = obj["metadata"]
         key = (obj["kind"], meta["namespace"], meta["name"])
         if event == "DELETED":
@@ -198,6 +204,14 @@ class Operator:
 
     def _on_child(self, event: str, obj: Obj) -> None:
         meta = obj["metadata"]
+        finished = (
+            obj.get("kind") == "Pod"
+            and event != "DELETED"
+            and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        )
+        delay = (
+            self.options.finished_pod_batch_period if finished else self.options.child_batch_period
+        )
         for ref in meta.get("ownerReferences") or []:
             if (
                 ref.get("controller")
@@ -205,7 +219,7 @@ class Operator:
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
                 key = (ref["kind"], meta["namespace"], ref["name"])
-                self.queue.add_after(key, self.options.child_batch_period)
+                self.queue.add_after(key, delay)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -229,7 +243,7 @@ class Operator:
         for kind, resource in CHILD_RESOURCES.items():
             if kind in absent or kind in child_stores:
                 continue
-            store = child_stores[kind] = Store()
+            store = child_stores[kind] = Store(slimmer(kind))
             started += [
                 Informer(
                     self.transport,

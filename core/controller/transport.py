@@ -11,6 +11,13 @@ stopped half-way is dropped with its connection, and the server never acts on it
 agent names the replica (`t9k-jobs-operator/<version> (<identity>)`), so the API server's audit
 log tells replicas apart.
 
+An answer of 429 (Too Many Requests: the API server's priority and fairness shedding load) is
+not an error the caller sees at once: the request was not executed, so it is sent again after
+the answer's Retry-After (1 s without one, at most `MAX_RETRY_AFTER`), up to `RETRIES_ON_429`
+times, as client-go does. The wait holds every request of this Transport, not only the one that
+was refused: the server asked this client to slow down. The leader election has a Transport of
+its own, so a throttled workers' client never delays a Lease renewal.
+
 The kubernetes client package is used only to read kubeconfig / in-cluster configuration.
 """
 
@@ -35,12 +42,15 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from t9kjobs.controller.decoding import loads
 
 __all__ = [
+    "MAX_RETRY_AFTER",
+    "RETRIES_ON_429",
     "ApiError",
     "Fenced",
     "RateLimiter",
     "Transport",
     "default_namespace",
     "load_configuration",
+    "retry_after",
     "user_agent",
 ]
 
@@ -166,6 +176,19 @@ class RateLimiter:
 
 RequestHook = Callable[[str, str, int], None]  # (verb, path, status code)
 
+RETRIES_ON_429 = 10
+MAX_RETRY_AFTER = 60.0
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a 429's Retry-After asks for: its delay-seconds (the form the API server sends),
+    1 when it is missing or not a number, at most `MAX_RETRY_AFTER`."""
+    try:
+        seconds = float(value) if value is not None else 1.0
+    except ValueError:
+        seconds = 1.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
 
 class Transport:
     def __init__(
@@ -204,6 +227,62 @@ class Transport:
         self.user_agent = user_agent(identity)
         # Called right before each write goes out; False refuses it (`Fenced`).
         self.fence: Callable[[], bool] | None = None
+        self.sleep: Callable[[float], None] = time.sleep  # a test records the waits
+        self._resume_at = 0.0  # monotonic time before which no request goes out (a 429's wait)
+        self._resume_lock = threading.Lock()
+
+    def _hold_while_throttled(self, deadline: float | None) -> None:
+        """Wait out the Retry-After of the last 429; ApiError 429 if it ends past `deadline`."""
+        with self._resume_lock:
+            resume_at = self._resume_at
+        wait = resume_at - time.monotonic()
+        if wait <= 0:
+            return
+        if deadline is not None and resume_at > deadline:
+            raise ApiError(
+                429, {"message": f"throttled for {wait:.1f}s more than the call may take"}
+            )
+        self.sleep(wait)
+
+    def _throttled(self, response: urllib3.BaseHTTPResponse, attempt: int) -> bool:
+        """Whether `response` is a 429 to send again after its Retry-After (set for all)."""
+        if response.status != 429 or attempt >= RETRIES_ON_429:
+            return False
+        wait = retry_after(response.headers.get("Retry-After"))
+        with self._resume_lock:
+            self._resume_at = max(self._resume_at, time.monotonic() + wait)
+        return True
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        total: float | None,
+        verb: str,
+        **kwargs: Any,
+    ) -> urllib3.BaseHTTPResponse:
+        """One request through the rate limiter and the fence, sent again on a 429 after its
+        Retry-After (module docstring); `verb` names it in the request metric."""
+        deadline = time.monotonic() + total if total is not None else None
+        attempt = 0
+        while True:
+            self._hold_while_throttled(deadline)
+            self.limiter.acquire()
+            _sending.fence = self.fence if method != "GET" else None
+            try:
+                response = self._pool.request(
+                    method, self._url(path, query), retries=False, **kwargs
+                )
+            finally:
+                _sending.fence = None
+            if self._on_request is not None:
+                self._on_request(verb, path, response.status)
+            if not self._throttled(response, attempt):
+                return response
+            response.drain_conn()
+            response.release_conn()
+            attempt += 1
 
     def _headers(
         self, content_type: str | None, accept: str = "application/json"
@@ -240,22 +319,17 @@ class Transport:
         may ask for another form of the answer (a Table: `application/json;as=Table;...`).
         `timeout` bounds each wait for the server; `total` the whole call, connecting
         included."""
-        self.limiter.acquire()
         data = json.dumps(body).encode() if body is not None else None
-        _sending.fence = self.fence if method != "GET" else None
-        try:
-            response = self._pool.request(
-                method,
-                self._url(path, query),
-                body=data,
-                headers=self._headers(content_type if data is not None else None, accept),
-                timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
-                retries=False,
-            )
-        finally:
-            _sending.fence = None
-        if self._on_request is not None:
-            self._on_request(method, path, response.status)
+        response = self._send(
+            method,
+            path,
+            query,
+            total,
+            method,
+            body=data,
+            headers=self._headers(content_type if data is not None else None, accept),
+            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout, total=total),
+        )
         try:
             decoded: Obj | str = loads(response.data) if response.data else {}
         except ValueError:
@@ -277,17 +351,16 @@ class Transport:
         """The answer's lines as they arrive (a watch, a followed log), without their newline;
         a last line without one too; `timeout` bounds each wait for a byte. ApiError for a
         status >= 400."""
-        self.limiter.acquire()
-        response = self._pool.request(
+        response = self._send(
             "GET",
-            self._url(path, query),
+            path,
+            query,
+            None,
+            verb,
             headers=self._headers(None),
             timeout=urllib3.Timeout(connect=10.0, read=timeout),
             preload_content=False,
-            retries=False,
         )
-        if self._on_request is not None:
-            self._on_request(verb, path, response.status)
         try:
             if response.status >= 400:
                 data = response.data

@@ -7,7 +7,9 @@ It serves: discovery of the job group (the other groups are not served); Leases,
 with resourceVersions and 409 for a stale update; empty lists; watches that say nothing and end
 after their `timeoutSeconds` (or never, when `silent`); lists, of what a test put in `objects`
 (by collection path) or empty; any other write, echoed back with a uid and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
-to the next discovery requests (`discovery_failures`). Every request is logged with the time it
+to the next discovery requests (`discovery_failures`), or 429 with a Retry-After to the next
+requests other than the Leases' (`throttled`, `retry_after`: priority and fairness shedding a
+busy client). Every request is logged with the time it
 arrived and its user agent.
 """
 
@@ -51,6 +53,8 @@ class StandInApi:
         self.leases: dict[str, Obj] = {}
         self.objects: dict[str, list[Obj]] = {}  # what lists answer, by collection path
         self.discovery_failures = 0
+        self.throttled = 0  # the next requests (not the Leases') answered 429
+        self.retry_after: str | None = "1"  # their Retry-After header (None: none)
         self.silent = False  # watches never end: a stream that died without a word
         self.log: list[Request] = []
         self._rv = itertools.count(100)
@@ -120,6 +124,14 @@ class StandInApi:
         }
         return (201 if method == "POST" else 200), answer
 
+    def _throttle(self, path: str) -> bool:
+        """Whether this request is one of the `throttled` (never a Lease's)."""
+        with self._lock:
+            if self.throttled <= 0 or path.startswith(LEASES):
+                return False
+            self.throttled -= 1
+            return True
+
     def _lease(self, method: str, path: str, body: Obj | None) -> tuple[int, Obj]:
         with self._lock:
             if method == "POST" and body is not None:
@@ -171,15 +183,22 @@ class StandInApi:
                     )
                 while api._hung.is_set() and not api._closing.is_set():
                     time.sleep(0.01)
+                if api._throttle(url.path):
+                    self._reply(429, {"kind": "Status", "code": 429}, api.retry_after)
+                    return
                 answer = api._answer(method, url.path, query, body)
                 if answer == "watch":
                     self._watch(float(query.get("timeoutSeconds", "300")))
                     return
-                status, payload = answer
+                self._reply(*answer)
+
+            def _reply(self, status: int, payload: Obj, retry_after: str | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
                 self.end_headers()
                 self.wfile.write(data)
 

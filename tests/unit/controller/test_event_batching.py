@@ -1,6 +1,7 @@
 """Which watch events queue a job at once and which are batched (`Options.child_batch_period`):
 a new job or a new spec generation at once; its status (our own write coming back) and its
-children's changes once per period."""
+children's changes once per period; a pod that finished, which may decide its job, after the
+shorter `finished_pod_batch_period`."""
 
 from __future__ import annotations
 
@@ -100,6 +101,15 @@ def test_children_wait_for_the_batch_and_only_controlled_ones_count(operator: Op
     stranger["metadata"]["ownerReferences"][0]["name"] = "other"
     operator._on_child("ADDED", stranger)
     assert list(operator.queue._waiting) == [KEY]
+
+
+def test_a_finished_pod_queues_its_job_sooner(operator: Operator) -> None:
+    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})
+    running_due = operator.queue._waiting[KEY]
+    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
+    finished_due = operator.queue._waiting[KEY]
+    # 30 s for any change (the fixture's batch), 0.25 s for a pod that finished.
+    assert running_due - finished_due > 25
 
 
 def test_a_deleted_job_is_forgotten(operator: Operator) -> None:

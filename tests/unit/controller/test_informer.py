@@ -7,8 +7,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from t9kjobs.controller.informer import Informer, Store
+from t9kjobs.controller.informer import LIST_PAGE, Informer, Store
 from t9kjobs.controller.resources import CHILD_RESOURCES
+from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.transport import ApiError
 
 Obj = dict[str, Any]
@@ -88,6 +89,70 @@ def test_watch_resumes_and_relists_after_410() -> None:
     assert informer.store.get("ns", "a")["metadata"]["resourceVersion"] == "25"  # type: ignore[index]
 
 
+def test_the_echo_of_a_version_the_store_holds_is_no_news() -> None:
+    store = Store()
+    transport = ScriptedTransport(
+        lists=[{"metadata": {"resourceVersion": "10"}, "items": []}],
+        watches=[
+            [
+                {"type": "ADDED", "object": pod("ours", "11")},  # its answer is stored below
+                {"type": "ADDED", "object": pod("theirs", "12")},
+                {"type": "MODIFIED", "object": pod("ours", "13")},
+            ]
+        ],
+    )
+    store.put(pod("ours", "11"))  # the reconciler stored the answer to its creation
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: events.append((kind, obj["metadata"]["name"])),
+        store=store,
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    assert events == [("ADDED", "theirs"), ("MODIFIED", "ours")]
+    assert store.get("ns", "ours")["metadata"]["resourceVersion"] == "13"  # type: ignore[index]
+
+
+def test_a_list_comes_in_pages_each_slimmed_as_it_arrives() -> None:
+    def served(name: str, rv: str) -> Obj:
+        return {**pod(name, rv), "spec": {"containers": [{"name": "c"}]}, "status": {}}
+
+    transport = ScriptedTransport(
+        lists=[
+            {"metadata": {"resourceVersion": "40", "continue": "t1"}, "items": [served("a", "9")]},
+            {"metadata": {"resourceVersion": "40", "continue": "t2"}, "items": [served("b", "9")]},
+            {"metadata": {"resourceVersion": "40"}, "items": [served("c", "9")]},
+        ],
+        watches=[],
+    )
+    store = Store(slimmer("Pod"))
+    listed_items: list[Obj] = []
+    original = store.replace
+
+    def replace(objects: Any, namespace: Any = None, version: str = "") -> Any:
+        listed_items.extend(objects)
+        return original(objects, namespace, version)
+
+    store.replace = replace  # type: ignore[method-assign]
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: None,
+        store=store,
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    assert [q.get("continue") for q in transport.listed_with] == [None, "t1", "t2"]
+    assert all(q["limit"] == str(LIST_PAGE) for q in transport.listed_with)
+    assert transport.watched_from == ["40"]
+    assert sorted(o["metadata"]["name"] for o in store.all()) == ["a", "b", "c"]
+    assert all(o["spec"] == {} for o in listed_items)  # trimmed page by page, before the store
+
+
 def test_a_relist_never_takes_the_store_back_in_time() -> None:
     # Listed empty at 10; the watch brings `a` at 20; then 410, and the list that follows is
     # older than what the store holds (15: a cache that lags, or a list racing our own write).
@@ -106,7 +171,7 @@ def test_a_relist_never_takes_the_store_back_in_time() -> None:
     )
     informer, events = run_out(transport)
     # Consistent reads: no resourceVersion, never "0" (whatever the server's cache holds).
-    assert transport.listed_with == [{}, {}]
+    assert transport.listed_with == [{"limit": str(LIST_PAGE)}] * 2
     assert informer.store.get("ns", "a") is not None  # not forgotten, not refused after
     assert ("DELETED", "a") not in events
 

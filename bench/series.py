@@ -1,0 +1,221 @@
+"""The scale and steady-state series (`make bench-scale`, not in CI): the burst of
+bench/scale.py at several sizes, ours and the training operator (with a time limit) in each
+run, then jobs arriving as a Poisson process at fractions of the capacity measured at the
+smallest size, for our operator alone.
+
+    python -m bench.series [--sizes 2000,5000,10000] [--steady 0.5,0.8] --out DIR
+    python -m bench.series --report --out DIR     # the tables and plots of what DIR holds
+
+Each run is a `python -m bench` run into DIR/jobs-<N>/ or DIR/steady-<percent>/ (its own
+results.json, summary.md, pods.png); the series writes DIR/series.md and DIR/scale.png.
+Capacity is jobs a second from submission to every job Succeeded, in our phase of the smallest
+size (`--capacity` gives it instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench import scale
+from bench.report import NONE
+
+__all__ = ["main"]
+
+Obj = dict[str, Any]
+
+
+def _load(path: Path) -> Obj | None:
+    results = path / "results.json"
+    return json.loads(results.read_text()) if results.exists() else None
+
+
+def _phase(run: Obj, key: str) -> Obj | None:
+    return next((r for r in run["results"] if r["phase"] == key and "error" not in r), None)
+
+
+def capacity(run: Obj) -> float:
+    """Jobs a second our operator finished in a burst: jobs / time until all Succeeded."""
+    ours = _phase(run, "ours")
+    if ours is None or not ours.get("all_jobs_succeeded_s"):
+        raise SystemExit("no finished `ours` phase to measure the capacity from")
+    return float(run["jobs"] / ours["all_jobs_succeeded_s"])
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    return NONE if value is None else f"{value:.{digits}f}"
+
+
+def _pair(result: Obj, key: str) -> str:
+    """`p50 / p99` of a latency figure."""
+    return f"{_num(result.get(f'{key}_p50_s'), 2)} / {_num(result.get(f'{key}_p99_s'), 2)}"
+
+
+def scale_rows(runs: list[Obj]) -> list[str]:
+    """One line a size and operator: the scale table."""
+    lines = [
+        "| jobs x pods | operator | pods created | all pods exist (s) | all Succeeded (s)"
+        " | peak RSS (MiB) | CPU (s) | CPU per job (ms) | requests per job | job → last pod"
+        " p50 / p99 (s) | master done → Succeeded p50 / p99 (s) |",
+        "| --- | --- |" + " ---: |" * 9,
+    ]
+    for run in runs:
+        for r in run["results"]:
+            if "error" in r:
+                lines.append(
+                    f"| {run['jobs']} x {run['replicas']} | {r['title']} | failed: "
+                    f"{r['error'][:80]} |" + " |" * 8
+                )
+                continue
+            stopped = " (stopped at its time limit)" if r.get("timed_out") else ""
+            lines.append(
+                f"| {run['jobs']} x {run['replicas']} | {r['title']}{stopped}"
+                f" | {r.get('pods_seen')} | {_num(r.get('all_pods_exist_s'))}"
+                f" | {_num(r.get('all_jobs_succeeded_s')) if not r.get('timed_out') else NONE}"
+                f" ({r.get('jobs_succeeded')} Succeeded)"
+                f" | {_num(r.get('peak_rss_mib'), 0)} | {_num(r.get('cpu_s'))}"
+                f" | {_num(1000 * r['cpu_s'] / run['jobs'], 1) if r.get('cpu_s') else NONE}"
+                f" | {_num(r.get('requests_per_job'))}"
+                f" | {_pair(r, 'job_to_last_pod')} | {_pair(r, 'master_to_succeeded')} |"
+            )
+    return lines
+
+
+def steady_rows(runs: list[tuple[str, Obj]]) -> list[str]:
+    lines = [
+        "| load | arrival rate (jobs/s) | jobs | job created → all its pods, p50 / p99 (s)"
+        " | master done → job Succeeded, p50 / p99 (s) | peak RSS (MiB) | CPU per job (ms) |",
+        "| --- |" + " ---: |" * 6,
+    ]
+    for label, run in runs:
+        r = _phase(run, "ours")
+        if r is None:
+            continue
+        lines.append(
+            f"| {label} | {run['arrival_rate']:.2f} | {run['jobs']}"
+            f" | {_pair(r, 'job_to_last_pod')} | {_pair(r, 'master_to_succeeded')}"
+            f" | {_num(r.get('peak_rss_mib'), 0)} | {_num(1000 * r['cpu_s'] / run['jobs'], 1)} |"
+        )
+    return lines
+
+
+def plot_scale(runs: list[Obj], path: Path) -> None:
+    """Peak RSS, CPU per job and the p99 latencies against the number of jobs, per operator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), dpi=110)
+    by_title: dict[str, list[tuple[int, Obj]]] = {}
+    for run in runs:
+        for r in run["results"]:
+            if "error" not in r and not r.get("timed_out"):
+                by_title.setdefault(r["title"], []).append((run["jobs"], r))
+    for title, points in by_title.items():
+        jobs = [n for n, _ in points]
+        axes[0].plot(jobs, [r["peak_rss_mib"] for _, r in points], "o-", label=title)
+        axes[1].plot(jobs, [1000 * r["cpu_s"] / n for n, r in points], "o-", label=title)
+        axes[2].plot(
+            jobs,
+            [r["job_to_last_pod_p99_s"] for _, r in points],
+            "o-",
+            label=f"{title}: job → last pod",
+        )
+        axes[2].plot(
+            jobs,
+            [r["master_to_succeeded_p99_s"] for _, r in points],
+            "s--",
+            label=f"{title}: master → Succeeded",
+        )
+    for ax, label in zip(
+        axes,
+        ("operator peak RSS (MiB)", "operator CPU per job (ms)", "p99 latency (s)"),
+        strict=True,
+    ):
+        ax.set_xlabel("jobs submitted at once (x 4 pods)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def report(out: Path) -> str:
+    sized = sorted(
+        (run for d in out.glob("jobs-*") if (run := _load(d)) is not None), key=lambda r: r["jobs"]
+    )
+    steady = sorted(
+        (d.name.removeprefix("steady-") + "% of capacity", run)
+        for d in out.glob("steady-*")
+        if (run := _load(d)) is not None
+    )
+    parts = ["## Scale", "", *scale_rows(sized), "", "## Steady state", "", *steady_rows(steady)]
+    text = "\n".join(parts) + "\n"
+    (out / "series.md").write_text(text)
+    if sized:
+        plot_scale(sized, out / "scale.png")
+    return text
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.series", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="2000,5000,10000", help="jobs per burst (2000,5000,10000)")
+    p.add_argument("--phases", default="ours,to-qps", help="phases of each size (ours,to-qps)")
+    p.add_argument(
+        "--kubeflow-timeout",
+        type=float,
+        default=600,
+        help="the training operator's time limit (600)",
+    )
+    p.add_argument(
+        "--steady", default="0.5,0.8", help="fractions of capacity (0.5,0.8); '' for none"
+    )
+    p.add_argument("--steady-seconds", type=float, default=300, help="arrivals last (300 s)")
+    p.add_argument("--capacity", type=float, help="jobs/s; default: measured at the smallest size")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--report", action="store_true", help="only the tables and plots of --out")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        sizes = sorted(int(n) for n in args.sizes.split(",") if n)
+        fractions = [float(f) for f in args.steady.split(",") if f]
+        rate = args.capacity
+        for i, jobs in enumerate(sizes):
+            scale.main(
+                [
+                    f"--jobs={jobs}",
+                    f"--phases={args.phases}",
+                    f"--kubeflow-timeout={args.kubeflow_timeout}",
+                    f"--out={out / f'jobs-{jobs}'}",
+                ]
+            )
+            if i == 0:  # the steady state before the larger sizes: they run last
+                run = _load(out / f"jobs-{jobs}")
+                rate = rate or (capacity(run) if run else None)
+                for fraction in fractions:
+                    assert rate is not None
+                    scale.main(
+                        [
+                            "--phases=ours",
+                            f"--arrival-rate={fraction * rate:.3f}",
+                            f"--arrival-seconds={args.steady_seconds}",
+                            f"--out={out / f'steady-{round(100 * fraction)}'}",
+                        ]
+                    )
+    print(report(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
