@@ -4,10 +4,12 @@ outright (no teardown runs): SIGKILLed pytest runs had left them running."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from t9kjobs.testing.apiserver import find_binaries
 
@@ -19,6 +21,15 @@ with local_api_server() as server:
     print(server.started, flush=True)
     time.sleep(600)
 """
+
+
+def data_dir(pid: int) -> Path | None:
+    """The kit's folder of a server process: its etcd's --data-dir is <folder>/etcd."""
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        for arg in cmdline.read().decode().split("\0"):
+            if arg.startswith("--data-dir="):
+                return Path(arg.partition("=")[2]).parent
+    return None
 
 
 def children(pid: int) -> list[int]:
@@ -38,10 +49,12 @@ def alive(pid: int) -> bool:
 def test_a_kit_killed_outright_takes_its_api_server_with_it() -> None:
     assert find_binaries() is not None, "etcd and kube-apiserver: make cluster-build"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    folders: list[Path] = []
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline() == "True\n"  # started by the kit, not a cluster's
         pids = children(holder.pid)
+        folders = [f for f in map(data_dir, pids) if f is not None]
         assert len(pids) == 2 and all(alive(p) for p in pids), pids  # etcd, kube-apiserver
     finally:
         holder.send_signal(signal.SIGKILL)
@@ -52,4 +65,6 @@ def test_a_kit_killed_outright_takes_its_api_server_with_it() -> None:
     left = [p for p in pids if alive(p)]
     for pid in left:  # not to leave them running when the test fails
         os.kill(pid, signal.SIGKILL)
+    for folder in folders:  # the kit, killed, could not remove it
+        shutil.rmtree(folder, ignore_errors=True)
     assert left == [], f"still running after the kit was killed: {left}"
