@@ -58,7 +58,8 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     life = job.spec.lifecycle()
     if status.finished:
         # Applied again on every reconcile of a finished job, so that a crash half-way through
-        # the cleanup is finished by the next operator. Its status stays as it finished.
+        # the cleanup is finished by the next operator. Its status stays as it finished, but
+        # for the replicas still running then, followed to their end (_settle_replicas).
         failed = status.condition("Failed")
         deadline = failed is not None and failed.reason == "DeadlineExceeded"
         _settle_replicas(status, observed)
@@ -400,8 +401,8 @@ def _settle_replicas(status: JobStatus, observed: Observed) -> None:
             if pod is not None and pod["metadata"].get("uid") != replica.uid:
                 pod = None  # another incarnation: the one recorded is gone
             phase = str((pod.get("status") or {}).get("phase")) if pod is not None else ""
-            if phase in _FINAL_POD_PHASES:
-                replica.phase, replica.containers = phase, _containers(pod or {})
+            if pod is not None and phase in _FINAL_POD_PHASES:
+                replica.phase, replica.containers = phase, _containers(pod)
             elif pod is None or pod["metadata"].get("deletionTimestamp"):
                 replica.phase, replica.containers = "Deleted", []
             else:
