@@ -203,10 +203,11 @@ class Phase:
             pids = {**cluster.pids(), "bench": os.getpid()}
             if op is not None:
                 pids["operator"] = op.pid
-            sampler = Sampler(pids)
-            sampler.start()
             if op is not None and a.profile and self.key == "ours":
                 profiler = start_profiler(op.pid, self.dir / "profile.txt")
+                pids["py-spy"] = profiler.pid  # its CPU is part of the machine's, not ours
+            sampler = Sampler(pids)
+            sampler.start()
             requests_before = op.api_requests() if op else {}
             cpu_before = cpu_seconds(op.pid) if op else 0.0
 

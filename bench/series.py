@@ -112,7 +112,8 @@ def plot_scale(runs: list[Obj], path: Path) -> None:
     by_title: dict[str, list[tuple[int, Obj]]] = {}
     for run in runs:
         for r in run["results"]:
-            if "error" not in r and not r.get("timed_out"):
+            finished = "error" not in r and not r.get("timed_out")
+            if finished and r.get("peak_rss_mib") is not None:  # the raw client has no RSS
                 by_title.setdefault(r["title"], []).append((run["jobs"], r))
     for title, points in by_title.items():
         jobs = [n for n, _ in points]
@@ -178,6 +179,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--steady-seconds", type=float, default=300, help="arrivals last (300 s)")
     p.add_argument("--capacity", type=float, help="jobs/s; default: measured at the smallest size")
+    p.add_argument(
+        "--phase-timeout",
+        type=float,
+        default=3600,
+        help="seconds one of our phases may take (3600: 10,000 jobs take about 25 min here)",
+    )
+    p.add_argument(
+        "--profile-largest",
+        action="store_true",
+        help="sample our operator with py-spy in the largest size (skews its figures a little)",
+    )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--report", action="store_true", help="only the tables and plots of --out")
     return p.parse_args(argv)
@@ -192,12 +204,15 @@ def main(argv: list[str] | None = None) -> int:
         fractions = [float(f) for f in args.steady.split(",") if f]
         rate = args.capacity
         for i, jobs in enumerate(sizes):
+            profile = ["--profile"] if args.profile_largest and jobs == sizes[-1] else []
             scale.main(
                 [
                     f"--jobs={jobs}",
                     f"--phases={args.phases}",
+                    f"--phase-timeout={args.phase_timeout}",
                     f"--kubeflow-timeout={args.kubeflow_timeout}",
                     f"--out={out / f'jobs-{jobs}'}",
+                    *profile,
                 ]
             )
             if i == 0:  # the steady state before the larger sizes: they run last
@@ -208,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                     scale.main(
                         [
                             "--phases=ours",
+                            f"--phase-timeout={args.phase_timeout}",
                             f"--arrival-rate={fraction * rate:.3f}",
                             f"--arrival-seconds={args.steady_seconds}",
                             f"--out={out / f'steady-{round(100 * fraction)}'}",
