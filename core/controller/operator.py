@@ -219,7 +219,8 @@ class Operator:
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
                 key = (ref["kind"], meta["namespace"], ref["name"])
-                self.queue.add_after(key, delay)
+                # A finished pod may decide its job: ahead of the jobs still to start.
+                self.queue.add_after(key, delay, urgent=finished)
 
     # -- running -----------------------------------------------------------------------------
 

@@ -1,11 +1,12 @@
 """Which watch events queue a job at once and which are batched (`Options.child_batch_period`):
 a new job or a new spec generation at once; its status (our own write coming back) and its
 children's changes once per period; a pod that finished, which may decide its job, after the
-shorter `finished_pod_batch_period`."""
+shorter `finished_pod_batch_period`, and ahead of the jobs waiting to start."""
 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,16 @@ def test_a_finished_pod_queues_its_job_sooner(operator: Operator) -> None:
     finished_due = operator.queue._waiting[KEY]
     # 30 s for any change (the fixture's batch), 0.25 s for a pod that finished.
     assert running_due - finished_due > 25
+
+
+def test_a_finished_pod_puts_its_job_ahead_of_jobs_still_to_start(operator: Operator) -> None:
+    for i in range(3):
+        operator._on_job("ADDED", {**JOB, "metadata": {**JOB["metadata"], "name": f"new-{i}"}})
+    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
+    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})  # not urgent
+    assert KEY in operator.queue._waiting_urgent
+    time.sleep(operator.options.finished_pod_batch_period + 0.05)
+    assert queued_now(operator)[0] == KEY
 
 
 def test_a_deleted_job_is_forgotten(operator: Operator) -> None:

@@ -94,3 +94,58 @@ def test_nothing_is_handed_out_after_shutdown() -> None:
     assert q.get() is None  # neither the queued key nor the one that fell due
     q.add("late")  # an informer event after the shutdown
     assert q.get() is None
+
+
+def test_an_urgent_key_is_handed_out_before_earlier_ones() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for key in ("new-1", "new-2", "new-3"):
+        q.add(key)
+    q.add("finished", urgent=True)
+    assert [q.get() for _ in range(4)] == ["finished", "new-1", "new-2", "new-3"]
+
+
+def test_a_queued_key_made_urgent_moves_up_and_is_handed_out_once() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for key in ("a", "b", "c"):
+        q.add(key)
+    q.add("c", urgent=True)
+    assert len(q) == 3
+    assert [q.get() for _ in range(3)] == ["c", "a", "b"]
+    assert len(q) == 0
+    q.add("d")
+    assert q.get() == "d"  # the copy of "c" left in the plain line is dropped, not handed out
+
+
+def test_a_key_is_never_handed_to_two_workers_through_both_lines() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("a", urgent=True)
+    key = q.get()
+    assert key == "a"
+    q.add("a")  # dirty again while processed: waits for done()
+    q.add("b")
+    assert q.get() == "b"  # the stale copy of "a" in the plain line is passed over
+    assert len(q) == 0
+    q.done("a")
+    assert q.get() == "a"
+
+
+def test_a_key_made_urgent_while_processed_comes_back_urgent() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("job")
+    assert q.get() == "job"
+    q.add("other")
+    q.add("job", urgent=True)  # its pod finished mid-reconcile
+    q.done("job")
+    assert q.get() == "job"
+    assert q.get() == "other"
+
+
+def test_a_delayed_urgent_add_stays_urgent_when_an_earlier_plain_add_is_due_first() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("job", 0.05)  # a child changed
+    q.add_after("job", 0.2, urgent=True)  # then a pod finished: keeps the earlier time
+    q.add("new")
+    time.sleep(0.1)
+    assert q.get() == "job"
+    assert q.get() == "new"
