@@ -91,6 +91,20 @@ class Recorder:
         for informer in self._informers:
             informer.stop()
 
+    def snapshot(self) -> Timeline:
+        """A copy of the timeline: the watches may still be filling it (an operator stopped at
+        its time limit is still creating pods while the figures are computed)."""
+        with self._lock:
+            t = self.timeline
+            return Timeline(
+                dict(t.pod_created),
+                dict(t.pod_finished),
+                dict(t.pod_job),
+                dict(t.job_created),
+                dict(t.job_succeeded),
+                dict(t.job_failed),
+            )
+
     def counts(self) -> tuple[int, int, int, int]:
         """(pods seen, pods finished, jobs succeeded, jobs failed)."""
         with self._lock:

@@ -241,7 +241,8 @@ class Phase:
             result["submit_s"] = submitted - t0
             result["end_s"] = end - t0
             job_created = {r["name"]: r["end"] for r in created} if op is not None else {}
-            result.update(timeline_figures(recorder.timeline, t0, job_created))
+            timeline = recorder.snapshot()
+            result.update(timeline_figures(timeline, t0, job_created))
             if result["all_pods_exist_s"]:
                 creating = sampler.cpu_between(t0, t0 + result["all_pods_exist_s"])
                 result["creation_cpu_s"] = {k: round(v, 1) for k, v in creating.items()}
@@ -249,7 +250,7 @@ class Phase:
                 [round(s.t - t0, 2), {k: round(v, 2) for k, v in s.cpu.items()}]
                 for s in sampler.samples
             ]
-            result["pod_times"] = sorted(t - t0 for t in recorder.timeline.pod_created.values())
+            result["pod_times"] = sorted(t - t0 for t in timeline.pod_created.values())
             result["finished"] = finished
             return result
         finally:
