@@ -1,10 +1,12 @@
 """Summary of a py-spy profile of the operator (`--format raw --threads --idle`): for each
 group of threads (reconcile workers, informers, the rest), where their time goes, inclusive
-and by leaf frame. `python -m bench.profile PROFILE.txt [--top 25] [--busy]`.
+and by leaf frame. `python -m bench.profile PROFILE.txt [--top 25] [--busy | --shares]`.
 
 `--busy` keeps only the samples of a thread on the CPU (its leaf frame is not a wait: a socket
 read, a lock or condition, a sleep, a poll) and puts every thread in one group: where the
-operator's CPU goes, rather than where its threads wait.
+operator's CPU goes, rather than where its threads wait. `--shares` sums the same samples
+into the table of docs/benchmarks.md: by group of threads, and by what the code on the CPU was
+doing (the first of `COSTS` whose files are on the stack).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["summarize"]
+__all__ = ["COSTS", "shares", "summarize"]
 
 _THREAD = re.compile(r"^thread \(\w+\): ([^;]+);")
 _LOCATION = re.compile(r" \((.*?):\d+\)$")
@@ -35,6 +37,47 @@ _WAITS = re.compile(
     r"|_PollLikeSelector\.select|poll_wait_for_socket\.<locals>\.do_poll|sleep"
     r"|Thread\.join|Queue\.get|_worker|SocketIO\.readinto) "
 )
+
+
+# What the code on the CPU was doing, by the files on its stack; the first that matches counts.
+COSTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("planning (core/planner)", ("core/planner/",)),
+    ("parsing and validating the job", ("core/loading.py", "pydantic")),
+    ("logging", ("logging/",)),
+    ("the HTTP client (urllib3, TLS, http.client)", ("urllib3/", "ssl.py", "http/client.py")),
+    ("decoding and encoding JSON", ("json/",)),
+)
+
+
+def _busy_stacks(text: str) -> list[tuple[str, list[str], int]]:
+    """(thread group, frames, samples) of every stack on the CPU."""
+    out = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        match = _THREAD.match(stack)
+        if not match or not count.isdigit():
+            continue
+        frames = [_function(f) for f in stack[match.end() :].split(";") if f]
+        if frames and not _WAITS.match(frames[-1]):
+            out.append((_group(match.group(1)), frames, int(count)))
+    return out
+
+
+def shares(text: str) -> str:
+    """The operator's CPU samples by thread group and by cost (a markdown table each)."""
+    stacks = _busy_stacks(text)
+    total = sum(n for _, _, n in stacks) or 1
+    groups: Counter[str] = Counter()
+    costs: Counter[str] = Counter()
+    for group, frames, n in stacks:
+        groups[group] += n
+        joined = ";".join(frames)
+        costs[next((c for c, files in COSTS if any(f in joined for f in files)), "the rest")] += n
+    lines = [f"{total} samples on the CPU", "", "| thread group | share |", "| --- | ---: |"]
+    lines += [f"| {g} | {100 * n / total:.0f}% |" for g, n in groups.most_common()]
+    lines += ["", "| cost | share |", "| --- | ---: |"]
+    lines += [f"| {c} | {100 * n / total:.0f}% |" for c, n in costs.most_common()]
+    return "\n".join(lines)
 
 
 def summarize(text: str, top: int = 25, busy: bool = False) -> str:
@@ -73,8 +116,10 @@ def main() -> None:
     p.add_argument("profile", type=Path)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--busy", action="store_true", help="only samples on the CPU, all threads")
+    p.add_argument("--shares", action="store_true", help="the CPU samples' shares, as tables")
     args = p.parse_args()
-    print(summarize(args.profile.read_text(), args.top, args.busy))
+    text = args.profile.read_text()
+    print(shares(text) if args.shares else summarize(text, args.top, args.busy))
 
 
 if __name__ == "__main__":

@@ -138,8 +138,12 @@ def plot_pods(results: Sequence[Obj], path: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     for r in results:
         times = r.get("pod_times") or []
+        label = r["title"]
+        if r.get("timed_out"):  # what it had created by its limit, not while it was stopped
+            times = [t for t in times if t <= r["end_s"]]
+            label += f" (stopped at its {r['end_s']:.0f} s limit)"
         if times:
-            ax.step([0.0, *times], range(len(times) + 1), where="post", label=r["title"])
+            ax.step([0.0, *times], range(len(times) + 1), where="post", label=label)
     ax.set_xlabel("seconds since the jobs (or pods) were submitted")
     ax.set_ylabel("pods created")
     ax.set_title(title)

@@ -69,18 +69,37 @@ def scale_rows(runs: list[Obj]) -> list[str]:
                     f"{r['error'][:80]} |" + " |" * 8
                 )
                 continue
-            stopped = " (stopped at its time limit)" if r.get("timed_out") else ""
+            if r.get("timed_out"):
+                lines.append(_stopped_row(run, r))
+                continue
+            succeeded = (
+                f"{_num(r.get('all_jobs_succeeded_s'))} ({r.get('jobs_succeeded')} Succeeded)"
+                if r["phase"] != "raw"
+                else NONE
+            )
             lines.append(
-                f"| {run['jobs']} x {run['replicas']} | {r['title']}{stopped}"
-                f" | {r.get('pods_seen')} | {_num(r.get('all_pods_exist_s'))}"
-                f" | {_num(r.get('all_jobs_succeeded_s')) if not r.get('timed_out') else NONE}"
-                f" ({r.get('jobs_succeeded')} Succeeded)"
+                f"| {run['jobs']} x {run['replicas']} | {r['title']}"
+                f" | {r.get('pods_seen')} | {_num(r.get('all_pods_exist_s'))} | {succeeded}"
                 f" | {_num(r.get('peak_rss_mib'), 0)} | {_num(r.get('cpu_s'))}"
                 f" | {_num(1000 * r['cpu_s'] / run['jobs'], 1) if r.get('cpu_s') else NONE}"
                 f" | {_num(r.get('requests_per_job'))}"
                 f" | {_pair(r, 'job_to_last_pod')} | {_pair(r, 'master_to_succeeded')} |"
             )
     return lines
+
+
+def _stopped_row(run: Obj, r: Obj) -> str:
+    """A phase stopped at its time limit: what it had done by then. Its per-job figures are
+    left out (they would divide the work of the jobs it reached by every job submitted), and
+    so are its latencies (taken over the jobs that got that far)."""
+    limit = r["end_s"]
+    pods = sum(1 for t in r.get("pod_times", []) if t <= limit)
+    return (
+        f"| {run['jobs']} x {run['replicas']} | {r['title']}, stopped at its {limit:.0f} s limit"
+        f" | {pods} by then | {NONE} | {NONE} ({r.get('jobs_succeeded')} Succeeded)"
+        f" | {_num(r.get('peak_rss_mib'), 0)} | {_num(r.get('cpu_s'))} | {NONE} | {NONE}"
+        f" | {NONE} | {NONE} |"
+    )
 
 
 def steady_rows(runs: list[tuple[str, Obj]]) -> list[str]:

@@ -1,0 +1,57 @@
+"""The benchmark's report logic (bench/), which turns raw samples into the figures of
+docs/benchmarks.md: a wrong sum there is a wrong page, so it is tested like the product."""
+
+from __future__ import annotations
+
+from bench.profile import shares
+from bench.series import scale_rows
+
+WORKER = "Thread.run (threading.py:982);Reconciler.reconcile (core/controller/reconciler.py:86)"
+PROFILE = "\n".join(
+    [
+        # on the CPU: planning, then the HTTP client
+        f"thread (0x1): worker-1;{WORKER};plan (core/planner/plan.py:54) 3",
+        f"thread (0x1): worker-1;{WORKER};HTTPConnection.send (http/client.py:1000) 1",
+        # waiting: not on the CPU, left out
+        f"thread (0x2): create_3;{WORKER};SSLSocket.read (ssl.py:1100) 50",
+        "thread (0x3): informer-pods;Informer._watch (core/controller/informer.py:285);"
+        "JSONDecoder.raw_decode (json/decoder.py:353) 4",
+    ]
+)
+
+
+def test_profile_shares_count_only_samples_on_the_cpu() -> None:
+    text = shares(PROFILE)
+    assert text.startswith("8 samples on the CPU")
+    assert "| worker-* | 50% |" in text
+    assert "| informer-pods | 50% |" in text
+    assert "create" not in text  # its only samples waited for an answer
+    assert "| planning (core/planner) | 38% |" in text
+    assert "| the HTTP client (urllib3, TLS, http.client) | 12% |" in text
+    assert "| decoding and encoding JSON | 50% |" in text
+
+
+def _result(**extra: object) -> dict[str, object]:
+    return {
+        "phase": "to-qps",
+        "title": "training operator",
+        "pods_seen": 16,
+        "all_pods_exist_s": 12.0,
+        "all_jobs_succeeded_s": 20.0,
+        "jobs_succeeded": 4,
+        "peak_rss_mib": 100.0,
+        "cpu_s": 8.0,
+        "requests_per_job": 23.0,
+        **extra,
+    }
+
+
+def test_a_phase_stopped_at_its_limit_reports_what_it_had_done_by_then() -> None:
+    stopped = _result(timed_out=True, end_s=10.0, pod_times=[1.0, 5.0, 10.0, 11.0, 15.0])
+    run = {"jobs": 4, "replicas": 4, "results": [_result(), stopped]}
+    finished_row, stopped_row = scale_rows([run])[2:]
+    assert "| 16 | 12.0 | 20.0 (4 Succeeded) | 100 | 8.0 | 2000.0 | 23.0 |" in finished_row
+    # 3 pods by its 10 s limit, not the 5 the watcher saw while it was being stopped; no
+    # figure a job, which would divide what it reached by every job submitted.
+    assert "stopped at its 10 s limit | 3 by then |" in stopped_row
+    assert "2000.0" not in stopped_row and "23.0" not in stopped_row
