@@ -6,7 +6,7 @@ CPU milliseconds a request, on a fresh local control plane with no operator runn
 The burst benchmark shows the control plane, not the operator, using most of the CPU while
 a job's pods are created (docs/benchmarks.md, What limits us now). This says which requests
 that CPU goes to: creating our PyTorchTrainingJob (its schema and CEL rules) against
-Kubeflow's PyTorchJob, a pod, a headless Service, an Event, and a status write of our job.
+Kubeflow's PyTorchJob, a pod, a headless Service, an Event, and a status write of each job.
 Pods are created with a scheduler nobody runs, so no binding or KWOK status update follows
 them; each batch is measured from its first request until the server's CPU has settled.
 """
@@ -74,6 +74,29 @@ def _status(name: str) -> Obj:
             }
             for kind, n in replicas
         ],
+    }
+
+
+def _kubeflow_status() -> Obj:
+    """A status as the training operator writes it while the job runs."""
+    now = "2026-11-25T00:00:00Z"
+    return {
+        "startTime": now,
+        "conditions": [
+            {
+                "type": t,
+                "status": "True",
+                "reason": f"PyTorchJob{t}",
+                "message": f"PyTorchJob bench is {t.lower()}.",
+                "lastUpdateTime": now,
+                "lastTransitionTime": now,
+            }
+            for t in ("Created", "Running")
+        ],
+        "replicaStatuses": {
+            "Master": {"active": 1, "selector": "training.kubeflow.org/replica-type=master"},
+            "Worker": {"active": 3, "selector": "training.kubeflow.org/replica-type=worker"},
+        },
     }
 
 
@@ -216,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
             body["status"] = _status(job["metadata"]["name"])
             writes.append(("PUT", f"{ours}/{job['metadata']['name']}/status", body))
         rows.append(run_batch(meter, "PUT PyTorchTrainingJob status", writes, transport))
+        writes = []
+        for job in transport.request("GET", theirs)["items"]:
+            body = copy.deepcopy(job)
+            body["status"] = _kubeflow_status()
+            writes.append(("PUT", f"{theirs}/{job['metadata']['name']}/status", body))
+        rows.append(run_batch(meter, "PUT PyTorchJob status", writes, transport))
     finally:
         cluster.down()
     args.out.mkdir(parents=True, exist_ok=True)
