@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 __all__ = ["Cluster", "ClusterError"]
@@ -73,6 +74,16 @@ class Cluster:
             if path.exists():
                 pids[name] = int(path.read_text().strip())
         return pids
+
+    def create_namespace(self, name: str, timeout: float = 60) -> None:
+        """Create `name` and wait for its default ServiceAccount: a pod created before it
+        exists is rejected by the ServiceAccount admission."""
+        self.kubectl("create", "namespace", name)
+        deadline = time.monotonic() + timeout
+        while "default" not in self.kubectl("-n", name, "get", "serviceaccounts"):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"namespace {name}: no default ServiceAccount after {timeout} s")
+            time.sleep(0.5)
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
         done = subprocess.run(

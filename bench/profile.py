@@ -49,23 +49,26 @@ COSTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _busy_stacks(text: str) -> list[tuple[str, list[str], int]]:
-    """(thread group, frames, samples) of every stack on the CPU."""
+def _stacks(text: str) -> list[tuple[str, list[str], int]]:
+    """(thread group, frames, samples) of every stack in a py-spy raw profile."""
     out = []
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
         match = _THREAD.match(stack)
-        if not match or not count.isdigit():
-            continue
-        frames = [_function(f) for f in stack[match.end() :].split(";") if f]
-        if frames and not _WAITS.match(frames[-1]):
+        if match and count.isdigit():
+            frames = [_function(f) for f in stack[match.end() :].split(";") if f]
             out.append((_group(match.group(1)), frames, int(count)))
     return out
 
 
+def _on_cpu(frames: list[str]) -> bool:
+    """The thread was running, not waiting (its leaf frame is not a wait)."""
+    return bool(frames) and not _WAITS.match(frames[-1])
+
+
 def shares(text: str) -> str:
     """The operator's CPU samples by thread group and by cost (a markdown table each)."""
-    stacks = _busy_stacks(text)
+    stacks = [s for s in _stacks(text) if _on_cpu(s[1])]
     total = sum(n for _, _, n in stacks) or 1
     groups: Counter[str] = Counter()
     costs: Counter[str] = Counter()
@@ -84,16 +87,10 @@ def summarize(text: str, top: int = 25, busy: bool = False) -> str:
     samples: Counter[str] = Counter()
     inclusive: dict[str, Counter[str]] = {}
     leaves: dict[str, Counter[str]] = {}
-    for line in text.splitlines():
-        stack, _, count = line.rpartition(" ")
-        match = _THREAD.match(stack)
-        if not match or not count.isdigit():
+    for thread_group, frames, n in _stacks(text):
+        if busy and not _on_cpu(frames):
             continue
-        group = "on the CPU (every thread)" if busy else _group(match.group(1))
-        frames = [_function(f) for f in stack[match.end() :].split(";") if f]
-        if busy and (not frames or _WAITS.match(frames[-1])):
-            continue
-        n = int(count)
+        group = "on the CPU (every thread)" if busy else thread_group
         samples[group] += n
         inc = inclusive.setdefault(group, Counter())
         for f in set(frames):

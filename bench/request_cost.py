@@ -24,7 +24,7 @@ from typing import Any
 from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OurOperator
 from bench.procstat import cpu_seconds
-from bench.scale import build_tools, log, wait_for
+from bench.scale import build_tools, log
 from bench.workload import NAMESPACE, kubeflow_job, ours_job, raw_pods
 from t9kjobs.controller.transport import Transport, load_configuration
 
@@ -186,12 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = Cluster(args.cluster_dir, 110)
     cluster.up()
     try:
-        cluster.kubectl("create", "namespace", NAMESPACE)
-        wait_for(
-            lambda: "default" in cluster.kubectl("-n", NAMESPACE, "get", "serviceaccounts"),
-            60,
-            "the namespace's default ServiceAccount",
-        )
+        cluster.create_namespace(NAMESPACE)
         OurOperator().prepare(cluster)
         KubeflowOperator(tools).prepare(cluster)
         transport = Transport(load_configuration(cluster.kubeconfig), qps=0)

@@ -179,12 +179,7 @@ class Phase:
         sampler: Sampler | None = None
         profiler: subprocess.Popen[bytes] | None = None
         try:
-            cluster.kubectl("create", "namespace", NAMESPACE)
-            wait_for(
-                lambda: "default" in cluster.kubectl("-n", NAMESPACE, "get", "serviceaccounts"),
-                60,
-                "the namespace's default ServiceAccount",
-            )
+            cluster.create_namespace(NAMESPACE)
             items = self.items()
             if op is not None:
                 op.prepare(cluster)

@@ -100,16 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     op = OurOperator()
     samples: list[Obj] = []
     try:
-        cluster.kubectl("create", "namespace", NAMESPACE)
+        cluster.create_namespace(NAMESPACE)
         op.prepare(cluster)
         op.start(cluster, a.out / "operator.log")
         op.wait_ready(timeout=120)
         transport = Transport(load_configuration(cluster.kubeconfig), qps=0)
-        wait_for(
-            lambda: count(transport, f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts") > 0,
-            60,
-            "the namespace's ServiceAccount",
-        )
         idle(op, a.quiet)
         samples.append({"wave": 0, "jobs": 0, "rss_mib": round(rss_mib(op.pid), 1)})
         log(f"soak: idle before any job, RSS {samples[-1]['rss_mib']} MiB")
