@@ -35,7 +35,7 @@ cluster_step() {
 	local what=$1
 	shift
 	local t0 every=${T9KJOBS_PROGRESS_EVERY:-30} rc=0 ticker
-	t0=$(date +%s)
+	t0=$EPOCHREALTIME
 	cluster_log "$what ..."
 	(
 		exec >/dev/null # not the caller's $(...): only stderr
@@ -44,7 +44,7 @@ cluster_step() {
 			sleep "$every" &
 			nap=$!
 			wait "$nap"
-			cluster_log "$what: $(($(date +%s) - t0)) s so far"
+			cluster_log "$what: $(cluster_seconds_since "$t0") s so far"
 		done
 	) &
 	ticker=$!
@@ -52,11 +52,19 @@ cluster_step() {
 	kill "$ticker" 2>/dev/null || true
 	wait "$ticker" 2>/dev/null || true
 	if ((rc == 0)); then
-		cluster_log "$what: done in $(($(date +%s) - t0)) s"
+		cluster_log "$what: done in $(cluster_seconds_since "$t0") s"
 	else
-		cluster_log "$what: failed (exit $rc) after $(($(date +%s) - t0)) s"
+		cluster_log "$what: failed (exit $rc) after $(cluster_seconds_since "$t0") s"
 	fi
 	return "$rc"
+}
+
+# cluster_seconds_since T0: whole seconds from $EPOCHREALTIME T0 to now, rounded (two whole-second
+# clock readings are up to a second off: a tick 1.0 s after a start at x.99 said "2 s").
+cluster_seconds_since() {
+	local now=$EPOCHREALTIME
+	local ms=$(((${now//[.,]/} - ${1//[.,]/}) / 1000)) # microseconds either side; a locale's comma
+	echo $(((ms + 500) / 1000))
 }
 
 cluster_bins_present() {
