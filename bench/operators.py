@@ -75,6 +75,11 @@ class OperatorUnderTest(ServerProcess):
     def api_requests(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def work_counters(self) -> dict[str, float]:
+        """What the operator says it did, where it says it ("reconciles ok", "gc seconds 2");
+        nothing for an operator without such counters."""
+        return {}
+
     def start(self, cluster: Cluster, log_path: Path) -> None:
         # PYTHONPATH: the harness runs from the repo, and so does our operator.
         self.launch(self.command(cluster), log_path, {**os.environ, "PYTHONPATH": str(REPO)})
@@ -106,6 +111,15 @@ class OurOperator(OperatorUnderTest):
     def api_requests(self) -> dict[str, float]:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
         return scrape(url, "t9kjobs_api_requests_total", ("verb", "resource"))
+
+    def work_counters(self) -> dict[str, float]:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        reconciles = scrape(url, "t9kjobs_reconciles_total", ("result",))
+        gc_seconds = scrape(url, "t9kjobs_gc_seconds_total", ("generation",))
+        return {
+            **{f"reconciles {k}": v for k, v in reconciles.items()},
+            **{f"gc seconds {k}": v for k, v in gc_seconds.items()},
+        }
 
 
 # Where controller-runtime's webhook server reads its certificate; in a cluster, a volume of

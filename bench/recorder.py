@@ -34,6 +34,7 @@ class Timeline:
     job_created: dict[str, float] = field(default_factory=dict)
     job_succeeded: dict[str, float] = field(default_factory=dict)
     job_failed: dict[str, float] = field(default_factory=dict)
+    pod_events: int = 0  # every change of a pod the watch delivered
 
 
 class Recorder:
@@ -61,6 +62,7 @@ class Recorder:
         name = meta["name"]
         with self._lock:
             t = self.timeline
+            t.pod_events += 1
             t.pod_created.setdefault(name, now)
             job = (meta.get("labels") or {}).get(self._job_label)
             if job:
@@ -103,6 +105,7 @@ class Recorder:
                 dict(t.job_created),
                 dict(t.job_succeeded),
                 dict(t.job_failed),
+                t.pod_events,
             )
 
     def counts(self) -> tuple[int, int, int, int]:

@@ -205,6 +205,7 @@ class Phase:
             sampler.start()
             requests_before = op.api_requests() if op else {}
             cpu_before = cpu_seconds(op.pid) if op else 0.0
+            work_before = op.work_counters() if op else {}
 
             t0 = time.time()
             log(f"{self.key}: submitting {len(items)} object(s)")
@@ -229,6 +230,12 @@ class Phase:
                 result["requests_per_job"] = total / a.jobs
                 result["minimum_requests_per_job"] = op.minimum_requests(a.replicas)
                 result["requests_ratio"] = total / a.jobs / op.minimum_requests(a.replicas)
+                work = op.work_counters()
+                result["work"] = {
+                    k: round(v - work_before.get(k, 0.0), 3) for k, v in sorted(work.items())
+                }
+                reconciles = sum(v for k, v in result["work"].items() if k.startswith("reconciles"))
+                result["reconciles_per_job"] = reconciles / a.jobs if work else None
             sampler.stop()
             cpu = sampler.cpu_between(t0, end)
             result["control_plane_cpu_s"] = {k: round(v, 1) for k, v in cpu.items()}
@@ -246,6 +253,7 @@ class Phase:
                 for s in sampler.samples
             ]
             result["pod_times"] = sorted(t - t0 for t in timeline.pod_created.values())
+            result["pod_events_per_pod"] = timeline.pod_events / max(1, len(timeline.pod_created))
             result["finished"] = finished
             return result
         finally:
@@ -316,6 +324,8 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 def start_profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
     """py-spy sampling the operator (collapsed stacks), installed by bench/requirements.txt."""
     py_spy = Path(sys.executable).parent / "py-spy"
+    # What py-spy says, if it stops sampling before the phase ends, beside its output.
+    log = output.with_suffix(".log").open("wb")
     return subprocess.Popen(
         [
             py_spy,
@@ -332,7 +342,7 @@ def start_profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
             "--output",
             str(output),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -62,6 +65,31 @@ class Metrics:
             registry=r,
         )
         self.is_leader = Gauge("t9kjobs_leader", "1 while this replica is the leader.", registry=r)
+        self.gc_seconds = Counter(
+            "t9kjobs_gc",
+            "Seconds spent in Python's cyclic garbage collector, by generation.",
+            ["generation"],
+            registry=r,
+            unit="seconds",
+        )
+        self._gc_started = 0.0
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self._gc_started:
+            elapsed = time.perf_counter() - self._gc_started
+            self.gc_seconds.labels(str(info.get("generation", ""))).inc(elapsed)
+            self._gc_started = 0.0
+
+    def time_gc(self) -> None:
+        """Count the collector's time into `t9kjobs_gc_seconds_total` until `untime_gc`."""
+        if self._on_gc not in gc.callbacks:
+            gc.callbacks.append(self._on_gc)
+
+    def untime_gc(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
 
     def watch_jobs(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
         self.registry.register(_JobsByPhase(source))

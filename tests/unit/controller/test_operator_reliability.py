@@ -160,7 +160,10 @@ def job(name: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "1"},
         "spec": {
             "replicaSpecs": [
-                {"type": "worker", "template": {"spec": {"containers": [{"name": "c"}]}}}
+                {
+                    "type": "worker",
+                    "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                }
             ]
         },
     }
@@ -182,3 +185,31 @@ def test_every_job_is_reconciled_again_after_the_resync_period(
     finally:
         running.stop()
     assert running.result == [0]
+
+
+def test_the_resync_leaves_out_a_finished_job_whose_replicas_have_all_ended(
+    api: StandInApi, manager: PluginManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job still running, and one finished with a replica still running (it is followed to
+    its end), are reconciled again by every sweep; one finished with every replica ended is
+    not, after the reconcile at start-up."""
+    settled = job("settled")
+    settled["status"] = {"phase": "Succeeded", "aggregate": {"succeeded": 1, "deleted": 2}}
+    following = job("following")
+    following["status"] = {"phase": "Succeeded", "aggregate": {"succeeded": 1, "running": 1}}
+    api.objects[f"{JOBS}/genericjobs"] = [job("quiet"), settled, following]
+    running = Running(api, manager, resync_period=0.3)
+    seen: list[str] = []
+    reconcile = running.operator.reconciler.reconcile
+
+    def counted(key: Any) -> Any:
+        seen.append(key[2])
+        return reconcile(key)
+
+    monkeypatch.setattr(running.operator.reconciler, "reconcile", counted)
+    running.start()
+    try:
+        until(lambda: seen.count("quiet") >= 4 and seen.count("following") >= 4, seconds=15)
+    finally:
+        running.stop()
+    assert seen.count("settled") == 1, seen
