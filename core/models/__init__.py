@@ -10,6 +10,7 @@ from t9kjobs.models.bounds import (
     MAX_REPLICAS,
     MAX_RULES,
     NAME_PATTERN,
+    check_replica_specs,
 )
 from t9kjobs.models.common import (
     ELASTIC_ON,
@@ -108,6 +109,7 @@ __all__ = [
     "SchedulePolicy",
     "T9kScheduler",
     "TaskStatus",
+    "check_replica_specs",
     "drop_nulls",
     "dump",
     "not_elastic_rule",

@@ -7,6 +7,8 @@ server. docs/api.md lists them; they are generous for any real training job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "INT32_MAX",
     "MAX_ARGS",
@@ -16,6 +18,7 @@ __all__ = [
     "MAX_REPLICA_TYPES",
     "MAX_RULES",
     "NAME_PATTERN",
+    "check_replica_specs",
 ]
 
 # Pods of one replica type, and of one job in all (elastic jobs: their maxReplicas, plus the
@@ -36,3 +39,14 @@ INT32_MAX = 2**31 - 1
 # it, so it must be a DNS-1035 label: lowercase, starting with a letter.
 MAX_NAME_LENGTH = 52
 NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+
+def check_replica_specs(types: Sequence[str], replicas: Sequence[int]) -> None:
+    """The checks every kind's list of replica specs shares, as the model's ValueError (what
+    the CRD's CEL rules also say at admission): each type once, MAX_PODS replicas in all."""
+    dupes = sorted({t for t in types if types.count(t) > 1})
+    if dupes:
+        raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
+    total = sum(replicas)
+    if total > MAX_PODS:
+        raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")

@@ -18,6 +18,7 @@ from t9kjobs.models import (
     ReplicaSpec,
     RunMode,
     SchedulePolicy,
+    check_replica_specs,
     drop_nulls,
 )
 
@@ -160,13 +161,7 @@ class GenericJobSpec(JobSpec):
     @field_validator("replica_specs")
     @classmethod
     def _unique_types(cls, specs: list[ReplicaSpec]) -> list[ReplicaSpec]:
-        types = [s.type for s in specs]
-        dupes = sorted({t for t in types if types.count(t) > 1})
-        if dupes:
-            raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
-        total = sum(s.replicas for s in specs)
-        if total > MAX_PODS:
-            raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")
+        check_replica_specs([s.type for s in specs], [s.replicas for s in specs])
         return specs
 
     def lifecycle(self) -> Lifecycle:

@@ -31,6 +31,7 @@ from t9kjobs.models import (
     RunMode,
     RunPolicy,
     SchedulePolicy,
+    check_replica_specs,
     not_elastic_rule,
 )
 from t9kjobs.tensorboard import TensorBoardJobStatus, tensorboard_spec_field
@@ -198,13 +199,7 @@ class PyTorchTrainingJobSpec(JobSpec):
     @field_validator("replica_specs")
     @classmethod
     def _replica_types(cls, specs: list[PyTorchReplicaSpec]) -> list[PyTorchReplicaSpec]:
-        types = [s.type for s in specs]
-        dupes = sorted({t for t in types if types.count(t) > 1})
-        if dupes:
-            raise ValueError(f"replica types must be unique; repeated: {', '.join(dupes)}")
-        total = sum(s.replicas for s in specs)
-        if total > MAX_PODS:
-            raise ValueError(f"a job has at most {MAX_PODS} replicas in all, this one {total}")
+        check_replica_specs([s.type for s in specs], [s.replicas for s in specs])
         for i, s in enumerate(specs):
             if s.type == MASTER_TYPE and s.replicas != 1:
                 raise ValueError(
