@@ -164,11 +164,28 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+SNAPSHOT_TOOLS = ("iptables", "nftables", "iproute2")  # iptables-save, nft, ip
+
+
+def install_snapshot_tools() -> None:
+    """The programs `snapshot` reads the host with. On a fresh machine the node's own packages
+    bring iptables and nftables (containernetworking-plugins depends on them), but only when
+    up.sh runs: the first snapshot, taken before, found no iptables-save (CI, empty machine)."""
+    proc = subprocess.run(
+        ["bash", str(HACK.parent / "debian-packages.sh"), *SNAPSHOT_TOOLS],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, f"installing {SNAPSHOT_TOOLS} failed:\n{proc.stderr[-4000:]}"
+
+
 def test_up_down_up_down_leaves_the_host_as_it_was(short_dir: Path) -> None:
     bridge = subprocess.run(["ip", "link", "show", "t9kjobs0"], capture_output=True, check=False)
     if bridge.returncode == 0:
         pytest.fail("a real node is already up on this machine (bridge t9kjobs0): stop it first")
     directory = short_dir
+    install_snapshot_tools()
     volatile = volatile_sysctls()
     before = snapshot(volatile)
     for round_ in (1, 2):
