@@ -3,8 +3,11 @@ docs/benchmarks.md: a wrong sum there is a wrong page, so it is tested like the 
 
 from __future__ import annotations
 
+import pytest
+
 from bench.profile import shares
 from bench.series import scale_rows
+from bench.store_churn import main as store_churn
 
 WORKER = "Thread.run (threading.py:982);Reconciler.reconcile (core/controller/reconciler.py:86)"
 PROFILE = "\n".join(
@@ -55,3 +58,10 @@ def test_a_phase_stopped_at_its_limit_reports_what_it_had_done_by_then() -> None
     # figure a job, which would divide what it reached by every job submitted.
     assert "stopped at its 10 s limit | 3 by then |" in stopped_row
     assert "2000.0" not in stopped_row and "23.0" not in stopped_row
+
+
+def test_store_churn_prints_a_line_a_size(capsys: pytest.CaptureFixture[str]) -> None:
+    assert store_churn(["--sizes", "10,30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["10", "30"]
+    assert all(float(line.split()[-4]) >= 0 for line in lines)

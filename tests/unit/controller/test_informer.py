@@ -201,3 +201,70 @@ def test_a_tombstone_keeps_the_version_not_the_object() -> None:
     assert store._tombstones[("ns", "a")][0] == {"metadata": {"resourceVersion": "7", "uid": "u1"}}
     assert not store.put(pod("a", "6")) and store.get("ns", "a") is None
     assert store.put(pod("a", "8")) and store.get("ns", "a") is not None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_tombstones_expire_after_their_time_oldest_first() -> None:
+    """A tombstone refuses older copies for TOMBSTONE_SECONDS after its removal, then goes; a
+    key removed again gets a tombstone of its own time (not its first one's)."""
+    clock = Clock()
+    store = Store(clock=clock)
+    for name in ("a", "b", "c"):
+        store.put(pod(name, "5"))
+    store.remove("ns", "a")
+    clock.now += 100
+    store.remove("ns", "b")
+    store.put(pod("a", "6"))  # back, newer: its tombstone goes
+    clock.now += 100
+    store.remove("ns", "a")  # removed again, 200 s after its first removal
+    store.remove("ns", "c")
+    assert list(store._tombstones) == [("ns", "b"), ("ns", "a"), ("ns", "c")]
+    clock.now += Store.TOMBSTONE_SECONDS - 150  # b's is 250 s old, a's and c's 150 s
+    assert not store.put(pod("b", "4"))  # still refused
+    assert not store.put(pod("a", "6"))
+    clock.now += 60  # b's is 310 s old: gone at the next removal
+    store.remove("ns", "nothing-here")
+    assert list(store._tombstones) == [("ns", "a"), ("ns", "c")]
+    assert store.put(pod("b", "4"))  # no tombstone left to refuse it
+    assert not store.put(pod("c", "5"))
+    clock.now += Store.TOMBSTONE_SECONDS
+    store.remove("ns", "b")
+    assert list(store._tombstones) == [("ns", "b")]
+
+
+def test_a_refused_copy_leaves_the_tombstone_where_it_was() -> None:
+    """An older copy refused by a tombstone must not make it younger (or move it behind younger
+    ones): it expires at its own time."""
+    clock = Clock()
+    store = Store(clock=clock)
+    store.put(pod("a", "5"))
+    store.put(pod("b", "5"))
+    store.remove("ns", "a")
+    clock.now += 200
+    store.remove("ns", "b")
+    assert not store.put(pod("a", "3"))
+    assert list(store._tombstones) == [("ns", "a"), ("ns", "b")]
+    clock.now += 150  # a's is 350 s old, b's 150 s
+    store.remove("ns", "nothing-here")
+    assert list(store._tombstones) == [("ns", "b")]
+
+
+def test_thousands_of_removals_keep_every_young_tombstone() -> None:
+    """However many objects go within TOMBSTONE_SECONDS (the pod GC deleting thousands of
+    finished pods), each keeps refusing its older copies."""
+    clock = Clock()
+    store = Store(clock=clock)
+    for i in range(3000):
+        store.put(pod(f"p{i}", "10"))
+    for i in range(3000):
+        clock.now += 0.05
+        store.remove("ns", f"p{i}")
+    assert len(store._tombstones) == 3000
+    assert not any(store.put(pod(f"p{i}", "9")) for i in range(3000))
