@@ -181,11 +181,11 @@ def install_snapshot_tools() -> None:
 
 
 def test_up_down_up_down_leaves_the_host_as_it_was(short_dir: Path) -> None:
+    install_snapshot_tools()  # `ip` too, which the next line runs
     bridge = subprocess.run(["ip", "link", "show", "t9kjobs0"], capture_output=True, check=False)
     if bridge.returncode == 0:
         pytest.fail("a real node is already up on this machine (bridge t9kjobs0): stop it first")
     directory = short_dir
-    install_snapshot_tools()
     volatile = volatile_sysctls()
     before = snapshot(volatile)
     for round_ in (1, 2):
