@@ -40,7 +40,7 @@ from t9kjobs.objects import (
 )
 from t9kjobs.planner.conditions import parse_time, rfc3339, set_condition
 from t9kjobs.planner.desired import desired_pods
-from t9kjobs.planner.replicas import Assessment, assess, exit_code_of, pod_state
+from t9kjobs.planner.replicas import Assessment, assess, exit_code_of, pod_state, remembered
 from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
 
 __all__ = ["plan"]
@@ -76,8 +76,9 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         status.start_time = ts
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
     aux = hooks.auxiliary_objects(job, pods)
-    pods_by_name = {p["metadata"]["name"]: p for p in observed.pods()}
-    recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
+    replicas = [r for t in status.tasks for r in t.replicas]
+    pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
+    recorded = {r.name: r.restart_count for r in replicas}
     found = assess(pods, pods_by_name, recorded, status.backoff_count, life)
 
     verdict, requeue = _deadline(life, status, now, found.states)

@@ -4,6 +4,11 @@ A restart is recorded in the job's status (`replicas[].restartCount`, `backoffCo
 write that precedes deleting the failed pod; the replacement pod carries its incarnation in an
 annotation. A failed pod whose incarnation is below the recorded count was already counted, so a
 crash between the status write and the delete never counts a restart twice.
+
+A replica the status records as ended for good keeps that end when its pod is gone since
+(`remembered`): kube-controller-manager's pod garbage collector deletes terminated pods of any
+owner once more than 12,500 exist, and a user may delete one; the job's other replicas may still
+be running, and a pod created again would run the replica's work a second time.
 """
 
 from __future__ import annotations
@@ -11,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from t9kjobs.kinds import ReplicaState
-from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle
-from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod, Obj
+from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle, ReplicaStatus
+from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod, Obj, spec_hash
 
-__all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state"]
+__all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
 
 
 def pod_state(pod: Obj | None) -> str:
@@ -56,6 +61,65 @@ def _incarnation(pod: Obj) -> int:
         return int(value)
     except ValueError:
         return 0
+
+
+def _ends_for_good(desired: DesiredPod, phase: str) -> bool:
+    """Whether the replica's restart policy leaves a pod that ended in `phase` as it ended."""
+    policy = desired.restart.policy
+    if phase == "Succeeded":
+        return policy != "Always"
+    return phase == "Failed" and policy == "Never"
+
+
+def remembered(
+    pods: list[DesiredPod], observed: dict[str, Obj], recorded: list[ReplicaStatus]
+) -> dict[str, Obj]:
+    """`observed`, plus a pod as the status recorded it for each replica that ended for good
+    (Succeeded under any policy but Always, Failed under Never) and whose pod is gone since.
+
+    Planned as if it still existed, such a replica stays as it ended: not created again, its
+    phase, uid and exit codes unchanged in the status. Only what the status recorded is known:
+    a pod deleted before its end was written (the 0.25 s batching of a finished pod) is created
+    again, as before; Kubernetes' Job controller closes that window with a finalizer on every
+    pod, which would cost a request a pod. A replica its policy restarts (Always, or OnFailure
+    and ExitCode after a failure) is created again as its restart is."""
+    by_name = {r.name: r for r in recorded}
+    out = observed
+    for desired in pods:
+        replica = by_name.get(desired.name)
+        if (
+            desired.name in observed
+            or replica is None
+            or replica.uid is None
+            or not _ends_for_good(desired, replica.phase)
+        ):
+            continue
+        if out is observed:
+            out = dict(observed)
+        out[desired.name] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": desired.name,
+                "uid": replica.uid,
+                "annotations": {
+                    ANNOTATION_INCARNATION: str(replica.restart_count),
+                    # Its spec is the job's: a spec changed since relaunches no finished replica.
+                    ANNOTATION_SPEC_HASH: spec_hash(desired.manifest),
+                },
+            },
+            "status": {
+                "phase": replica.phase,
+                "containerStatuses": [
+                    {
+                        "name": c.name,
+                        "state": {c.state: {"exitCode": c.exit_code, "reason": c.reason}},
+                    }
+                    for c in replica.containers
+                ],
+            },
+        }
+    return out
 
 
 @dataclass

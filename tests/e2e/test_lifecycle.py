@@ -531,6 +531,48 @@ def test_cleanup_unfinished_after_failure_keeps_the_finished_pods(kube: Kube) ->
     }
 
 
+def test_a_succeeded_worker_whose_pod_is_deleted_is_not_run_again(kube: Kube) -> None:
+    """kube-controller-manager's pod GC deletes terminated pods of any owner once 12,500
+    exist: a worker that finished before its master must not run its work a second time."""
+    doc = job("PyTorchTrainingJob", "gone", replica("master"), replica("worker", 2, "OnFailure"))
+    with kube.record_pods() as pods:
+        kube.create(doc)
+        first = kube.running("gone-master-0", "gone-worker-0", "gone-worker-1")
+        uid = first["gone-worker-0"]["metadata"]["uid"]
+        kube.fail("gone-worker-0", 0)
+        until(
+            lambda: replicas(kube.status(doc))["gone-worker-0"]["phase"] == "Succeeded",
+            "worker-0's success in the status",
+        )
+        kube.http.request(
+            "DELETE",
+            f"/api/v1/namespaces/{kube.ns}/pods/gone-worker-0",
+            body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0},
+        )
+        until(lambda: "gone-worker-0" not in kube.pods(), "worker-0's pod deleted")
+        # The watch reports the deletion before worker-1's end: the reconcile that writes
+        # worker-1's end has seen worker-0 gone (before the fix, it created worker-0 again).
+        kube.fail("gone-worker-1", 0)
+        status = until(
+            lambda: (
+                (s := kube.status(doc))
+                and replicas(s)["gone-worker-1"]["phase"] == "Succeeded"
+                and s
+            ),
+            "worker-1's success in the status",
+        )
+        assert "gone-worker-0" not in kube.pods()
+        worker = replicas(status)["gone-worker-0"]
+        assert (worker["phase"], worker["uid"]) == ("Succeeded", uid)
+        assert status["phase"] == "Running"
+        kube.fail("gone-master-0", 0)
+        kube.wait_phase(doc, "Succeeded")
+    created = [
+        p["metadata"]["uid"] for p in pods.created() if p["metadata"]["name"] == "gone-worker-0"
+    ]
+    assert created == [uid]
+
+
 def test_colossalai_clean_up_workers_keeps_the_launcher(kube: Kube) -> None:
     path = REPO / "examples/colossalaijob/colossalai-example.yaml"
     doc = without_claims(yaml.safe_load(path.read_text()))
