@@ -66,6 +66,13 @@ class OperatorUnderTest(ServerProcess):
     def outcome(self, job: Obj) -> str | None:
         raise NotImplementedError
 
+    def status_label(self, job: Obj) -> str:
+        """What a write of the job's status said, in a word or two: the benchmark counts
+        each job's writes by what they said (`status_writes` in results.json)."""
+        status = job.get("status") or {}
+        done = self.outcome(job)
+        return done or str(status.get("phase") or "-")
+
     def prepare(self, cluster: Cluster) -> None:
         raise NotImplementedError
 
@@ -100,6 +107,12 @@ class OurOperator(OperatorUnderTest):
     def outcome(self, job: Obj) -> str | None:
         phase = (job.get("status") or {}).get("phase")
         return phase if phase in ("Succeeded", "Failed") else None
+
+    def status_label(self, job: Obj) -> str:
+        """The phase and its replicas' counts: "Succeeded running=3 succeeded=1"."""
+        status = job.get("status") or {}
+        counts = " ".join(f"{k}={v}" for k, v in (status.get("aggregate") or {}).items() if v)
+        return f"{status.get('phase') or '-'} {counts}".strip()
 
     def prepare(self, cluster: Cluster) -> None:
         install_crds(cluster.kubectl_path, cluster.kubeconfig)

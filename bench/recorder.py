@@ -35,6 +35,8 @@ class Timeline:
     job_succeeded: dict[str, float] = field(default_factory=dict)
     job_failed: dict[str, float] = field(default_factory=dict)
     pod_events: int = 0  # every change of a pod the watch delivered
+    # Per job, what each change of it after its creation said (the operator's status writes).
+    job_writes: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Recorder:
@@ -47,10 +49,12 @@ class Recorder:
         job_label: str,
         jobs: Resource | None = None,
         outcome: Callable[[Obj], str | None] = lambda _: None,
+        label: Callable[[Obj], str] = lambda _: "",
     ) -> None:
         self.timeline = Timeline()
         self._job_label = job_label
         self._outcome = outcome
+        self._label = label
         self._lock = threading.Lock()
         self._informers = [Informer(transport, POD, self._on_pod, namespace=namespace)]
         if jobs is not None:
@@ -77,6 +81,8 @@ class Recorder:
         with self._lock:
             t = self.timeline
             t.job_created.setdefault(name, now)
+            if event == "MODIFIED":
+                t.job_writes.setdefault(name, []).append(self._label(obj))
             if outcome == "Succeeded":
                 t.job_succeeded.setdefault(name, now)
             elif outcome == "Failed":
@@ -106,6 +112,7 @@ class Recorder:
                 dict(t.job_succeeded),
                 dict(t.job_failed),
                 t.pod_events,
+                {k: list(v) for k, v in t.job_writes.items()},
             )
 
     def counts(self) -> tuple[int, int, int, int]:

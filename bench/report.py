@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.recorder import Timeline
 
-__all__ = ["markdown_table", "percentile", "plot_pods", "timeline_figures"]
+__all__ = ["markdown_table", "percentile", "plot_pods", "status_writes", "timeline_figures"]
 
 Obj = dict[str, Any]
 NONE = "-"  # a table cell without a value
@@ -73,6 +73,26 @@ def timeline_figures(t: Timeline, t0: float, job_created: dict[str, float]) -> O
         # Once the last master has finished, how long until every job says Succeeded.
         figures["last_master_to_all_succeeded_s"] = max(t.job_succeeded.values()) - max(master_done)
     return figures
+
+
+def status_writes(writes: dict[str, list[str]], jobs: int, top: int = 8) -> Obj:
+    """How many times each job was written after its creation, and what the commonest
+    sequences of writes said: which writes a job's life costs, not only how many."""
+    sequences: dict[str, int] = {}
+    histogram: dict[str, int] = {}
+    for seq in writes.values():
+        key = " -> ".join(seq)
+        sequences[key] = sequences.get(key, 0) + 1
+        histogram[str(len(seq))] = histogram.get(str(len(seq)), 0) + 1
+    unwritten = jobs - len(writes)
+    if unwritten > 0:
+        histogram["0"] = unwritten
+    commonest = sorted(sequences.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return {
+        "per_job": sum(len(seq) for seq in writes.values()) / max(1, jobs),
+        "jobs_by_count": dict(sorted(histogram.items(), key=lambda kv: int(kv[0]))),
+        "commonest": [{"jobs": n, "writes": key} for key, n in commonest],
+    }
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -33,7 +33,7 @@ from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OperatorUnderTest, OurOperator
 from bench.procstat import Sampler, cpu_seconds, peak_rss_bytes
 from bench.recorder import Recorder
-from bench.report import markdown_table, plot_pods, timeline_figures
+from bench.report import markdown_table, plot_pods, status_writes, timeline_figures
 from bench.workload import NAMESPACE, post_items, raw_pods
 from t9kjobs.controller.operator import Options
 from t9kjobs.controller.transport import ApiError, Transport, load_configuration
@@ -193,6 +193,7 @@ class Phase:
                 op.job_label if op else OurOperator.job_label,
                 op.jobs if op else None,
                 op.outcome if op else lambda _: None,
+                op.status_label if op else lambda _: "",
             )
             recorder.start()
             pids = {**cluster.pids(), "bench": os.getpid()}
@@ -254,6 +255,8 @@ class Phase:
             ]
             result["pod_times"] = sorted(t - t0 for t in timeline.pod_created.values())
             result["pod_events_per_pod"] = timeline.pod_events / max(1, len(timeline.pod_created))
+            if op is not None:
+                result["status_writes"] = status_writes(timeline.job_writes, a.jobs)
             result["finished"] = finished
             return result
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.profile import shares
+from bench.report import status_writes
 from bench.series import scale_rows
 from bench.store_churn import main as store_churn
 
@@ -65,3 +66,18 @@ def test_store_churn_prints_a_line_a_size(capsys: pytest.CaptureFixture[str]) ->
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["10", "30"]
     assert all(float(line.split()[-4]) >= 0 for line in lines)
+
+
+def test_status_writes_count_each_jobs_writes_and_their_commonest_sequences() -> None:
+    writes = {
+        "a": ["Pending", "Running", "Succeeded"],
+        "b": ["Pending", "Running", "Succeeded"],
+        "c": ["Running", "Succeeded"],
+    }
+    found = status_writes(writes, jobs=4)
+    assert found["per_job"] == 2.0
+    assert found["jobs_by_count"] == {"0": 1, "2": 1, "3": 2}
+    assert found["commonest"] == [
+        {"jobs": 2, "writes": "Pending -> Running -> Succeeded"},
+        {"jobs": 1, "writes": "Running -> Succeeded"},
+    ]
