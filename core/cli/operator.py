@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         identity=args.identity,
         discovery_interval=args.discovery_interval,
         resync_period=args.resync_period,
+        routine_events=args.routine_events,
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
@@ -107,6 +108,12 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="SECONDS",
         help="reconcile every job again this often, +-10%% (default 600; 0: never), so that a"
         " missed event is not missed for ever",
+    )
+    p.add_argument(
+        "--routine-events",
+        action="store_true",
+        help="also post the Events that say only what a job's status says (PodsCreated for its"
+        " first pods, Succeeded); off by default: a request a job each",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

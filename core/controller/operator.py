@@ -69,6 +69,9 @@ class Options:
     identity: str = ""
     impersonate: str | None = None
     discovery_interval: float = 30.0
+    # Events that say only what a job's status says too (its first pods created, a success):
+    # a request a job each, so off unless asked for (t9kjobs.planner.Event).
+    routine_events: bool = False
     # A change of a child (or of a job's status) queues the job after this long, once per
     # window: the pods of a job that start or end together cost one reconcile and one status
     # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
@@ -156,6 +159,7 @@ class Operator:
             frozenset(CHILD_RESOURCES),
             self.events,
             self.creator,
+            routine_events=options.routine_events,
         )
 
     # -- discovery ---------------------------------------------------------------------------

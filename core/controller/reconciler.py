@@ -4,6 +4,16 @@ The Plan is applied in the order status -> deletions -> updates -> creations. Wr
 first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`); a Plan that deletes
 nothing writes it last instead, planned again once its creations are in the stores.
 
+A new job (no status yet) whose pods all exist and wait to run writes no status until they run,
+or `FOLDED_STATUS_SECONDS` after their creation at the latest (the reconciles their changes
+bring, batched, look again): its first write is most often Running already, and its start costs
+one status write instead of two ("Pending", then "Running"). The status write is the dearest
+request a job makes, three pod creations' worth of kube-apiserver CPU (docs/benchmarks.md). A job
+whose pods run within that time never shows Pending; its `startTime` is still its pods'
+creation (`t9kjobs.planner.plan`). Anything else is written at once: a failed creation, a name
+conflict, a missing dependency, a failing replica, a verdict, and any job with a status already
+(a resumed one, one being repaired).
+
 Creations go in two waves, each wave's requests at once: the objects pods use (Services,
 ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
 Events are handed to the `EventRecorder` and never waited for, but for those of the status
@@ -46,15 +56,25 @@ from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
-from t9kjobs.planner.conditions import rfc3339
+from t9kjobs.planner.conditions import parse_time, rfc3339
 from t9kjobs.ssh import fill_generated_secret
 
-__all__ = ["JobKey", "Reconciler"]
+__all__ = ["FOLDED_STATUS_SECONDS", "JobKey", "Reconciler"]
 
 Obj = dict[str, Any]
 JobKey = tuple[str, str, str]  # (kind, namespace, name)
 
 log = logging.getLogger("t9kjobs.reconciler")
+
+# A new job's first status is written by the reconcile after its creations: at the latest this
+# long after them, when no change of its pods brings that reconcile sooner (pods no scheduler
+# binds: a missing t9k-scheduler, no room).
+FOLDED_STATUS_SECONDS = 3.0
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    """The sooner of two requeues; None is never."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 class JobLog(logging.LoggerAdapter[logging.Logger]):
@@ -90,9 +110,11 @@ class Reconciler:
         events: EventRecorder,
         creator: Executor | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        routine_events: bool = False,
     ) -> None:
         """`creator` runs the requests of a creation wave at once (serially without one); it
-        may be shared by all workers, and its size bounds the creations in flight."""
+        may be shared by all workers, and its size bounds the creations in flight. Routine
+        Events (`t9kjobs.planner.Event`) are posted only with `routine_events`."""
         self.transport = transport
         self.manager = manager
         self.job_resources = job_resources
@@ -102,6 +124,7 @@ class Reconciler:
         self.events = events
         self.creator = creator
         self.clock = clock
+        self.routine_events = routine_events
         self.conflicts = NameConflicts(transport)
 
     # -- the reconcile -----------------------------------------------------------------------
@@ -152,28 +175,56 @@ class Reconciler:
         uid = job.metadata.uid or ""
         held = self.conflicts.still_held(key, uid, self.child_stores)
         found: Held = {}  # conflicts met by this reconcile's creations
-        the_plan = _with_warnings(self._plan(job, held), problems)
+        the_plan = self._worth_saying(_with_warnings(self._plan(job, held), problems))
         if the_plan.delete or not the_plan.create:
-            posted = self._settle_status(key, raw, the_plan, jlog)  # first: module docstring
+            hold = None if the_plan.delete else self._first_status_due(raw, the_plan)
+            posted = [] if hold is not None else self._settle_status(key, raw, the_plan, jlog)
             try:
                 self._apply(namespace, the_plan, jlog, found)
             finally:
                 self.conflicts.remember(key, uid, {**held, **found})
             self._record(raw, the_plan.events, posted)
             # A conflict met now is in the status of the next reconcile, at once.
-            return 0.0 if found else the_plan.requeue_after
-        # Creations without deletions: no restart count to protect. The status is written once,
-        # after them, as they leave the job ("created"), rather than before ("creating") and
-        # again after: one write a job less, and a failed creation still shows what exists.
+            return 0.0 if found else _sooner(the_plan.requeue_after, hold)
+        # Creations without deletions: no restart count to protect, so the status need not
+        # come first. A failed creation still shows what exists at once.
         try:
             self._apply(namespace, the_plan, jlog, found)
-        finally:
+        except BaseException:
             self.conflicts.remember(key, uid, {**held, **found})
-            settled = self._plan(job, {**held, **found})  # the stores hold the answers
-            posted = self._settle_status(key, raw, settled, jlog)
+            self._settle_status(key, raw, self._plan(job, {**held, **found}), jlog)
+            raise
+        self.conflicts.remember(key, uid, {**held, **found})
+        settled = self._worth_saying(self._plan(job, {**held, **found}))  # answers stored
         later = [e for e in settled.events if e not in the_plan.events]
+        hold = self._first_status_due(raw, settled)
+        posted = [] if hold is not None else self._settle_status(key, raw, settled, jlog)
         self._record(raw, [*the_plan.events, *later], posted)
-        return settled.requeue_after
+        return _sooner(settled.requeue_after, hold)
+
+    def _first_status_due(self, raw: Obj, the_plan: Plan) -> float | None:
+        """Seconds a new job's first status write may still wait (module docstring); None
+        when it is written now.
+
+        Only a job with no status yet, all of whose pods exist and wait to run with nothing
+        else to say (Pending, and no condition but Initialized True), waits: until they run,
+        or `FOLDED_STATUS_SECONDS` after the first of them was created."""
+        status = the_plan.status
+        if raw.get("status") or status.phase != "Pending":
+            return None
+        initialized = status.condition("Initialized")
+        if initialized is None or initialized.status != "True" or len(status.conditions) > 1:
+            return None
+        pods = self.child_stores.get("Pod")
+        created = [
+            parse_time(str(p["metadata"]["creationTimestamp"]))
+            for p in (pods.owned_by(raw["metadata"].get("uid", "")) if pods else [])
+            if p["metadata"].get("creationTimestamp")
+        ]
+        if not created:
+            return None  # no time to count from: written now
+        left = FOLDED_STATUS_SECONDS - (self.clock() - min(created)).total_seconds()
+        return left if left > 0 else None
 
     def _plan(self, job: Job, held: Held) -> Plan:
         children = [
@@ -188,6 +239,12 @@ class Reconciler:
             )
         except Exception as exc:  # the planner or a plugin hook failed: pure code, no retry
             raise CannotHandle(str(exc)) from exc
+
+    def _worth_saying(self, the_plan: Plan) -> Plan:
+        """The Plan without its routine Events, unless they are posted too."""
+        if self.routine_events or not any(e.routine for e in the_plan.events):
+            return the_plan
+        return replace(the_plan, events=tuple(e for e in the_plan.events if not e.routine))
 
     def _settle_status(self, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog) -> list[Event]:
         """Write the Plan's status if it changed; the Events posted before it (the verdict's)."""

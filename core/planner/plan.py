@@ -71,9 +71,14 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
     status.selector = ",".join(f"{k}={v}" for k, v in owner_labels(job).items())
     paused = status.condition("Paused")
     resumed = paused is not None
-    if status.start_time is None or (paused is not None and paused.status == "True"):
+    if paused is not None and paused.status == "True":
         # Like a batch/v1 Job resumed from suspension, the deadline counts from the resume.
         status.start_time = ts
+    elif status.start_time is None:
+        # The job's first status may be written a reconcile after its pods were created
+        # (`t9kjobs.controller.reconciler`), or by an operator that took over from one that
+        # created them: the job started when its first pod was created.
+        status.start_time = rfc3339(min([now, *_creation_times(observed)]))
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
     aux = hooks.auxiliary_objects(job, pods)
     replicas = [r for t in status.tasks for r in t.replicas]
@@ -108,6 +113,15 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         )
     hooks.update_status(job, result.status, observed.objects)
     return replace(result, status_changed=result.status != before)
+
+
+def _creation_times(observed: Observed) -> list[datetime]:
+    """When the job's pods were created, as far as their metadata says."""
+    return [
+        parse_time(str(p["metadata"]["creationTimestamp"]))
+        for p in observed.pods()
+        if p["metadata"].get("creationTimestamp")
+    ]
 
 
 def _result(
@@ -232,7 +246,11 @@ def _finish(
     status.backoff_count = found.backoff_performed
     _write_replicas(status, pods, pods_by_name, found.performed, stopped)
     _replica_failure(status, found.states, ts)
-    event = Event("Normal" if succeeded else "Warning", verdict.outcome, verdict.message)
+    # A success is in the Completed condition, its reason and message: a routine Event. A
+    # failure is a Warning, what alerting on Events looks for.
+    event = Event(
+        "Normal" if succeeded else "Warning", verdict.outcome, verdict.message, routine=succeeded
+    )
     return _result(before, status, delete=deletes, events=[event])
 
 
@@ -320,7 +338,10 @@ def _running(
 
     if pod_creates:
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
-        events.append(Event("Normal", "PodsCreated", f"created {names}"))
+        # A job's first pods: its Initialized condition and replicas say so too. Pods created
+        # again (a restart's replacement, a relaunch, a resume, a pod deleted by hand) are news.
+        first = not before.tasks
+        events.append(Event("Normal", "PodsCreated", f"created {names}", routine=first))
 
     conflict = _conflict_message(observed.conflicts)
     if conflict is not None:

@@ -83,9 +83,15 @@ class ObjectRef:
 
 @dataclass(frozen=True)
 class Event:
+    """An Event on the job. A `routine` one says only what the job's status says as well (its
+    first pods created: the Initialized condition and the replicas; a success: the Completed
+    condition, its reason and message): the operator posts it only when run with
+    `--routine-events`, as each costs a request a job (docs/observability.md)."""
+
     type: Literal["Normal", "Warning"]
     reason: str
     message: str
+    routine: bool = False
 
 
 @dataclass(frozen=True)

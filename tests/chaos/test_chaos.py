@@ -11,7 +11,7 @@ of its own (observer.py), the cluster's final state and the API server's audit l
 | stuck jobs | jobs without a verdict once the faults are over |
 | wrong verdicts | phase, reason or restart counts other than the script's |
 | orphans | children whose controller is no job of the namespace (or none) |
-| verdicts without their Event | finished jobs with no Event of their phase |
+| verdicts without their Event | finished jobs with no Event of their phase (the replicas post routine Events too: Succeeded as well as Failed) |
 | writes after the Lease was lost | writes of a replica arriving outside its terms as leader |
 
 Each must be zero. The size comes from the environment: `CHAOS_JOBS` (27), `CHAOS_KILLS` (1),

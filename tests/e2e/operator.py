@@ -27,10 +27,15 @@ def operator_process(cluster: Any, *extra: str, log: Path) -> OperatorProcess:
 
 
 @pytest.fixture(scope="module")
-def operator(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
-    """CRDs installed and one operator watching all namespaces, for the tests of a module."""
+def operator(
+    cluster: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[OperatorProcess]:
+    """CRDs installed and one operator watching all namespaces, for the tests of a module;
+    with the module's `OPERATOR_ARGS` if it has any."""
     install_crds(cluster)
-    op = operator_process(cluster, log=tmp_path_factory.mktemp("operator") / "operator.log")
+    extra = tuple(getattr(request.module, "OPERATOR_ARGS", ()))
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    op = operator_process(cluster, *extra, log=log)
     try:
         op.wait_ready()
         yield op

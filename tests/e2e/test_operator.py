@@ -129,8 +129,9 @@ def test_job_runs_to_success_and_is_garbage_collected(
         "--field-selector",
         f"involvedObject.name={doc['metadata']['name']}",
     )
-    reasons = {e["reason"] for e in events["items"]}
-    assert {"PodsCreated", "Succeeded"} <= reasons, reasons
+    # Its first PodsCreated and its Succeeded are routine Events: posted only with
+    # --routine-events (the conditions checked above say the same). Nothing went wrong.
+    assert not events["items"], [(e["type"], e["reason"]) for e in events["items"]]
 
     cluster.kubectl("delete", kind.lower(), doc["metadata"]["name"], "-n", namespace, "--wait=true")
     cluster.poll(

@@ -25,6 +25,7 @@ class FakeTransport:
         self._lock = threading.Lock()
         self._uids = itertools.count(1)
         self.objects: dict[str, Obj] = {}  # by path: what a status write is applied to
+        self.created_at: str | None = None  # the creationTimestamp of what it creates, if set
 
     def seed(self, path: str, obj: Obj) -> None:
         """An object the API server holds at `path` (a job the test put in a store)."""
@@ -61,6 +62,8 @@ class FakeTransport:
         """`body` as the API server stores it (uid, resourceVersion) at `path`."""
         answer = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": "1"}}
         answer["metadata"].setdefault("uid", f"uid-{next(self._uids)}")
+        if self.created_at is not None:
+            answer["metadata"].setdefault("creationTimestamp", self.created_at)
         if body.get("kind") not in (None, "Event"):
             self.existing[(path, answer["metadata"]["name"])] = answer
         return answer

@@ -213,3 +213,27 @@ def test_the_resync_leaves_out_a_finished_job_whose_replicas_have_all_ended(
     finally:
         running.stop()
     assert seen.count("settled") == 1, seen
+
+
+@pytest.mark.parametrize("flag", [[], ["--routine-events"]])
+def test_routine_events_are_off_unless_the_operator_is_asked_for_them(
+    api: StandInApi, manager: PluginManager, monkeypatch: pytest.MonkeyPatch, flag: list[str]
+) -> None:
+    """`t9kjobs operator --routine-events` reaches the reconciler that drops them."""
+    import t9kjobs.controller.operator as operator_module
+    from t9kjobs.cli.main import main
+
+    built: list[Operator] = []
+
+    class Built(Operator):
+        def __init__(self, options: Options, manager: PluginManager) -> None:
+            super().__init__(options, manager, api.configuration())
+            built.append(self)
+
+        def run(self) -> int:
+            self.creator.shutdown()
+            return 0
+
+    monkeypatch.setattr(operator_module, "Operator", Built)
+    assert main(["operator", "--metrics-bind-address=127.0.0.1:0", *flag]) == 0
+    assert built[0].reconciler.routine_events is bool(flag)

@@ -1,12 +1,14 @@
 """Applying a Plan: the objects the pods use, then a job's pods all at once, then the status they
-lead to (the status comes first only when the Plan deletes); Events go to the recorder. The API
-server is `FakeTransport` (the I/O boundary)."""
+lead to (the status comes first only when the Plan deletes; a new job's waits for its pods to
+run, FOLDED_STATUS_SECONDS at the most); Events go to the recorder, routine ones only when asked
+for. The API server is `FakeTransport` (the I/O boundary)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ import yaml
 
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.informer import Store
-from t9kjobs.controller.reconciler import Reconciler
+from t9kjobs.controller.reconciler import FOLDED_STATUS_SECONDS, Reconciler
 from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.controller.transport import ApiError
 from t9kjobs.manager import PluginManager
@@ -92,7 +94,25 @@ def initialized(status: Any) -> tuple[str, str]:
     return condition["status"], condition["reason"]
 
 
-def test_the_service_then_all_pods_at_once_then_one_status_write(
+class Clock:
+    """The reconciler's clock, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def set_pods(children: dict[str, Store], phase: str) -> None:
+    for pod in children["Pod"].owned_by("job-uid"):
+        children["Pod"].put(pod_in_phase(pod, phase))
+
+
+def test_the_service_then_all_pods_at_once_then_the_status_once_they_run(
     manager: PluginManager, creator: ThreadPoolExecutor
 ) -> None:
     pods = 1 + WORKERS
@@ -103,19 +123,57 @@ def test_the_service_then_all_pods_at_once_then_one_status_write(
             together.wait()
 
     fake = FakeTransport(before=hold_pods)
+    fake.created_at = "2026-01-01T12:00:00Z"
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.clock = clock = Clock()
+    # No status yet: a reconcile comes back for it FOLDED_STATUS_SECONDS after the creations.
+    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS
+    writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
+    assert writes == [("POST", "services")] + [("POST", "pods")] * pods
+    assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
+    # The pods' changes bring reconciles: still pending, nothing is written yet ...
+    clock.advance(1)
+    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS - 1
+    assert not status_writes(fake)
+    # ... and once they run, the job's first status write says so: "Pending" is never written.
+    set_pods(children, "Running")
+    assert the_reconciler.reconcile(KEY) is None
+    recorder.close()
+    [status] = status_writes(fake)
+    assert status["phase"] == "Running" and status["startTime"] == "2026-01-01T12:00:00Z"
+    assert initialized(status) == ("True", "PodsCreated")
+    assert not fake.posted("events")  # the first pods' PodsCreated is routine
+
+
+def test_pods_that_wait_longer_get_the_pending_status_after_the_fold(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    fake = FakeTransport()
+    fake.created_at = "2026-01-01T12:00:00Z"
+    the_reconciler, recorder, _ = reconciler(manager, fake, creator)
+    the_reconciler.clock = clock = Clock()
+    the_reconciler.reconcile(KEY)
+    clock.advance(FOLDED_STATUS_SECONDS)
+    assert the_reconciler.reconcile(KEY) is None
+    recorder.close()
+    [status] = status_writes(fake)
+    assert status["phase"] == "Pending" and status["aggregate"]["pending"] == 1 + WORKERS
+    assert initialized(status) == ("True", "PodsCreated")
+
+
+def test_routine_events_are_posted_when_asked_for(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    fake = FakeTransport()
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.routine_events = True
+    the_reconciler.reconcile(KEY)
+    set_pods(children, "Succeeded")
     the_reconciler.reconcile(KEY)
     recorder.close()
-
-    writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
-    assert writes[0] == ("POST", "services")
-    assert writes[1:-1] == [("POST", "pods")] * pods
-    assert writes[-1] == ("PUT", "status")
-    assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
-    [status] = status_writes(fake)  # "created", without "creating" before it
-    assert initialized(status) == ("True", "PodsCreated")
-    assert status["aggregate"]["creating"] == 0
-    assert [b["reason"] for b in fake.posted("events")] == ["PodsCreated"]
+    events = [(b["type"], b["reason"]) for b in fake.posted("events")]
+    assert sorted(events) == [("Normal", "PodsCreated"), ("Normal", "Succeeded")]
+    assert status_writes(fake)[-1]["phase"] == "Succeeded"
 
 
 def test_without_a_creator_the_pods_are_created_one_after_another(
@@ -300,12 +358,13 @@ def test_the_events_of_both_plans_are_posted_and_the_verdicts_before_its_status(
 
     fake = FakeTransport(before=master_ends_meanwhile)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.routine_events = True
     the_reconciler.reconcile(KEY)
     recorder.close()
     [status] = status_writes(fake)
     assert status["phase"] == "Succeeded"
     reasons = [b["reason"] for b in fake.posted("events")]
-    assert sorted(reasons) == ["PodsCreated", "Succeeded"]
+    assert sorted(reasons) == ["PodsCreated", "Succeeded"]  # both routine, posted when asked
     order = [
         "status" if p.endswith("/status") else b["reason"]
         for m, p, b in fake.requests
@@ -345,10 +404,6 @@ def test_validation_warnings_are_warning_events_when_pods_are_created(
     base = "spec.worker.template.spec.containers[0]"
     ignored = "ignored: worker-0 runs sshd and the launcher"
     events = [(b["type"], b["reason"], b["message"]) for b in fake.posted("events")]
-    assert [e[:2] for e in events] == [
-        ("Warning", "SpecWarning"),
-        ("Warning", "SpecWarning"),
-        ("Normal", "PodsCreated"),
-    ]
+    assert [e[:2] for e in events] == [("Warning", "SpecWarning"), ("Warning", "SpecWarning")]
     assert events[0][2].startswith(f"{base}.command: {ignored}")
     assert events[1][2].startswith(f"{base}.args: {ignored}")
