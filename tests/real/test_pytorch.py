@@ -72,7 +72,10 @@ def test_without_torchrun_every_pod_is_one_rank_of_the_operator_env(
     # the master is rank 0, the workers 1 and 2, in index order
     assert "start rank=0 world=3" in logs["env-mlp-master-0"]
     assert "start rank=2 world=3" in logs["env-mlp-worker-1"]
-    assert {"Succeeded"} <= {e["reason"] for e in events_of(cluster, namespace, "env-mlp")}
+    completed = [c for c in final["status"]["conditions"] if c["type"] == "Completed"]
+    assert completed and completed[0]["reason"] == "MasterSucceeded", final["status"]
+    # Succeeded is a routine Event, not posted by default (test_training.py asks for it).
+    assert "Succeeded" not in {e["reason"] for e in events_of(cluster, namespace, "env-mlp")}
 
 
 def test_torchrun_elastic_grows_from_2_to_3_nodes_while_it_trains(

@@ -118,8 +118,9 @@ def build_and_import_image(cluster: Cluster) -> str:
 
 
 @pytest.fixture(scope="module")
-def release(cluster: Cluster) -> Iterator[Release]:
-    """The chart installed, its two operator pods Ready; uninstalled afterwards."""
+def release(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Release]:
+    """The chart installed, its two operator pods Ready; uninstalled afterwards. With the
+    module's `CHART_VALUES` if it has any."""
     image = build_and_import_image(cluster)
     repository, _, tag = image.rpartition(":")
     values = [
@@ -127,6 +128,7 @@ def release(cluster: Cluster) -> Iterator[Release]:
         f"--set=image.tag={tag}",
         f"--set=apiServer.host={cluster.env['NODE_APISERVER_HOST']}",
         f"--set=apiServer.port={cluster.env['NODE_APISERVER_PORT']}",
+        *getattr(request.module, "CHART_VALUES", []),
     ]
     installed = Release(cluster, install_tool("helm"), image, values)
     try:

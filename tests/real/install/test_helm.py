@@ -31,6 +31,9 @@ from tests.real.jobs import (
 )
 
 ACCOUNT = f"system:serviceaccount:{NAMESPACE}:{RELEASE}"
+# The routine Events too (PodsCreated of a job's first pods, Succeeded): the audit then shows the
+# installed operator posting Events, which its Role must allow, and the chart value works.
+CHART_VALUES = ["--set=routineEvents=true"]
 
 
 def test_the_operator_pods_become_ready_and_one_leads(release: Release) -> None:
