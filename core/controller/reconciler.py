@@ -56,7 +56,7 @@ from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
-from t9kjobs.planner.conditions import parse_time, rfc3339
+from t9kjobs.planner.conditions import first_created, rfc3339
 from t9kjobs.ssh import fill_generated_secret
 
 __all__ = ["FOLDED_STATUS_SECONDS", "JobKey", "Reconciler"]
@@ -191,16 +191,19 @@ class Reconciler:
         try:
             self._apply(namespace, the_plan, jlog, found)
         except BaseException:
-            self.conflicts.remember(key, uid, {**held, **found})
-            self._settle_status(key, raw, self._plan(job, {**held, **found}), jlog)
+            self._settle_status(key, raw, self._settled(key, job, held, found), jlog)
             raise
-        self.conflicts.remember(key, uid, {**held, **found})
-        settled = self._worth_saying(self._plan(job, {**held, **found}))  # answers stored
+        settled = self._settled(key, job, held, found)
         later = [e for e in settled.events if e not in the_plan.events]
         hold = self._first_status_due(raw, settled)
         posted = [] if hold is not None else self._settle_status(key, raw, settled, jlog)
         self._record(raw, [*the_plan.events, *later], posted)
         return _sooner(settled.requeue_after, hold)
+
+    def _settled(self, key: JobKey, job: Job, held: Held, found: Held) -> Plan:
+        """The Plan once this reconcile's creations are in the stores (answers and conflicts)."""
+        self.conflicts.remember(key, job.metadata.uid or "", {**held, **found})
+        return self._worth_saying(self._plan(job, {**held, **found}))
 
     def _first_status_due(self, raw: Obj, the_plan: Plan) -> float | None:
         """Seconds a new job's first status write may still wait (module docstring); None
@@ -216,14 +219,10 @@ class Reconciler:
         if initialized is None or initialized.status != "True" or len(status.conditions) > 1:
             return None
         pods = self.child_stores.get("Pod")
-        created = [
-            parse_time(str(p["metadata"]["creationTimestamp"]))
-            for p in (pods.owned_by(raw["metadata"].get("uid", "")) if pods else [])
-            if p["metadata"].get("creationTimestamp")
-        ]
-        if not created:
+        created = first_created(pods.owned_by(raw["metadata"].get("uid", "")) if pods else [])
+        if created is None:
             return None  # no time to count from: written now
-        left = FOLDED_STATUS_SECONDS - (self.clock() - min(created)).total_seconds()
+        left = FOLDED_STATUS_SECONDS - (self.clock() - created).total_seconds()
         return left if left > 0 else None
 
     def _plan(self, job: Job, held: Held) -> Plan:

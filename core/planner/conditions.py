@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from t9kjobs.models.status import ConditionType, JobCondition, JobStatus
 
-__all__ = ["parse_time", "rfc3339", "set_condition"]
+__all__ = ["first_created", "parse_time", "rfc3339", "set_condition"]
 
 
 def rfc3339(now: datetime) -> str:
@@ -19,6 +20,16 @@ def parse_time(text: str) -> datetime:
     condition's) or with a fraction (a MicroTime, an Event's `eventTime`); UTC when no zone."""
     parsed = datetime.fromisoformat(text)
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def first_created(objs: Iterable[dict[str, Any]]) -> datetime | None:
+    """The earliest creationTimestamp of `objs`; None when none of them has one."""
+    times = [
+        parse_time(str(o["metadata"]["creationTimestamp"]))
+        for o in objs
+        if o["metadata"].get("creationTimestamp")
+    ]
+    return min(times, default=None)
 
 
 def set_condition(

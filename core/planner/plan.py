@@ -38,7 +38,7 @@ from t9kjobs.objects import (
     owner_labels,
     spec_hash,
 )
-from t9kjobs.planner.conditions import parse_time, rfc3339, set_condition
+from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, set_condition
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.replicas import Assessment, assess, exit_code_of, pod_state, remembered
 from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
@@ -78,7 +78,8 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         # The job's first status may be written a reconcile after its pods were created
         # (`t9kjobs.controller.reconciler`), or by an operator that took over from one that
         # created them: the job started when its first pod was created.
-        status.start_time = rfc3339(min([now, *_creation_times(observed)]))
+        created = first_created(observed.pods())
+        status.start_time = rfc3339(now if created is None else min(now, created))
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
     aux = hooks.auxiliary_objects(job, pods)
     replicas = [r for t in status.tasks for r in t.replicas]
@@ -113,15 +114,6 @@ def plan(job: Job, observed: Observed, now: datetime, hooks: EngineHooks) -> Pla
         )
     hooks.update_status(job, result.status, observed.objects)
     return replace(result, status_changed=result.status != before)
-
-
-def _creation_times(observed: Observed) -> list[datetime]:
-    """When the job's pods were created, as far as their metadata says."""
-    return [
-        parse_time(str(p["metadata"]["creationTimestamp"]))
-        for p in observed.pods()
-        if p["metadata"].get("creationTimestamp")
-    ]
 
 
 def _result(
