@@ -9,9 +9,10 @@ What keeps it working, and honest about it when it cannot (docs/reliability.md):
 * with leader election, the Lease has a client of its own, writes are fenced by it, and a lost
   Lease stops the workers and ends the process (`leader`);
 * every job in flight is queued again every `resync_period` (jittered), so a missed event
-  costs at most that long; a finished job whose replicas have all ended is left out of the
-  sweep (`in_flight`): nothing is left to do for it, and 10,000 finished jobs cost a sweep
-  3-4 CPU seconds (docs/benchmarks.md).
+  costs at most that long; left out of the sweep are a finished job whose replicas have all
+  ended (`in_flight`): nothing is left to do for it, and 10,000 finished jobs cost a sweep
+  3-4 CPU seconds (docs/benchmarks.md); and a job whose cache is as a reconcile that had
+  nothing to do found it (`Reconciler.unchanged`): a missed event changed its cache.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def in_flight(job: Obj) -> bool:
     """Whether the job, as its status says, may still have work for a reconcile: it has not
     finished, or a replica of it has not ended yet (a finished job follows its replicas to
     their end). A finished job's cleanup ran when it finished, and a failed deletion is
-    retried by the work queue; anything that happens to its pods later queues it anyway."""
+    retried by the work queue; a change of its pods later (but their deletion) queues it."""
     status = job.get("status") or {}
     if status.get("phase") not in FINISHED_PHASES:
         return True
@@ -215,6 +216,7 @@ class Operator:
         key = (obj["kind"], meta["namespace"], meta["name"])
         if event == "DELETED":
             self._generations.pop(key, None)
+            self.reconciler.forget(key)
             return
         generation = meta.get("generation")
         if self._generations.get(key) == generation:
@@ -240,8 +242,19 @@ class Operator:
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
                 key = (ref["kind"], meta["namespace"], ref["name"])
+                if event == "DELETED" and self._settled(key):
+                    continue
                 # A finished pod may decide its job: ahead of the jobs still to start.
                 self.queue.add_after(key, delay, urgent=finished)
+
+    def _settled(self, key: JobKey) -> bool:
+        """Whether the job has finished and its replicas have all ended: a child of it that
+        goes away (the cleanup's deletions, kube-controller-manager's pod collector once
+        12,500 pods have ended) leaves it nothing to do, since a finished job's plan only
+        deletes what still exists and follows the replicas still active."""
+        store = self.job_stores.get(key[0])
+        job = store.get(key[1], key[2]) if store is not None else None
+        return job is not None and not in_flight(job)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -362,18 +375,24 @@ class Operator:
         not line up), spread over a tenth of the period rather than all at once."""
         period = self.options.resync_period
         while not self.stop.wait(period * random.uniform(0.9, 1.1)):
-            self.requeue_all(spread=period / 10, settled_too=False)
+            queued, left = self.requeue_all(spread=period / 10, settled_too=False)
+            log.info("resync: %d job(s) queued, %d unchanged or settled", queued, left)
 
-    def requeue_all(self, spread: float = 0.0, settled_too: bool = True) -> None:
+    def requeue_all(self, spread: float = 0.0, settled_too: bool = True) -> tuple[int, int]:
         """Queue every job the stores hold, each after a random delay up to `spread`; with
-        `settled_too` False, only those still `in_flight`."""
+        `settled_too` False, only those still `in_flight` and changed since a reconcile that
+        had nothing to do. How many were queued, and how many left out."""
+        queued = left = 0
         for kind, store in self.job_stores.items():
             for job in store.all():
-                if not settled_too and not in_flight(job):
-                    continue
                 meta = job["metadata"]
                 key = (kind, meta["namespace"], meta["name"])
+                if not settled_too and (not in_flight(job) or self.reconciler.unchanged(key)):
+                    left += 1
+                    continue
                 self.queue.add_after(key, random.uniform(0, spread))
+                queued += 1
+        return queued, left
 
     def ready(self) -> bool:
         """Ready once the caches are synced; a standby replica is ready while it waits."""

@@ -25,6 +25,14 @@ reconcile of the same job sees what this one did even before the watch reports i
 Conflict are normal, and so is AlreadyExists for an object this job controls (names are
 deterministic, so a retry can never create a duplicate); one it does not control is a conflict
 (`t9kjobs.controller.ownership`).
+
+A reconcile that finds nothing to do (no write, no Event, no requeue) remembers what it read: the
+resourceVersions of the job and its children. `unchanged` tells the operator's periodic resync
+which jobs are still as that reconcile found them; `plan` is pure and time only matters through
+a requeue, so reconciling such a job again would find nothing to do again. The resync only
+replays the caches, so what it is there for, a change of the caches that queued nothing, always
+changes a resourceVersion. At 10,000 jobs that kept waiting for kube-scheduler, the sweeps were
+more than a quarter of all reconciles (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -126,6 +134,8 @@ class Reconciler:
         self.clock = clock
         self.routine_events = routine_events
         self.conflicts = NameConflicts(transport)
+        # The versions the last reconcile of a job read, when it found nothing to do.
+        self._quiet: dict[JobKey, int] = {}
 
     # -- the reconcile -----------------------------------------------------------------------
 
@@ -135,9 +145,10 @@ class Reconciler:
         A job that cannot go on ends Failed or Degraded here (`t9kjobs.controller.failing`);
         only transient API errors escape, for the work queue to retry with backoff."""
         kind, namespace, name = key
+        self._quiet.pop(key, None)
         raw = self.job_stores[kind].get(namespace, name)
         if raw is None or raw["metadata"].get("deletionTimestamp"):
-            self.conflicts.forget(key)
+            self.forget(key)
             return None  # deleted: the garbage collector removes the children
         jlog = JobLog(log, {"kind": kind, "job": f"{namespace}/{name}"})
         try:
@@ -168,11 +179,37 @@ class Reconciler:
             self._retrying(key, exc)
             raise
 
+    def forget(self, key: JobKey) -> None:
+        """A deleted job: nothing about it is kept."""
+        self.conflicts.forget(key)
+        self._quiet.pop(key, None)
+
+    def unchanged(self, key: JobKey) -> bool:
+        """Whether the job and its children are as the last reconcile of it found them, and
+        that reconcile had nothing to do (module docstring)."""
+        quiet = self._quiet.get(key)
+        if quiet is None:
+            return False
+        raw = self.job_stores[key[0]].get(key[1], key[2])
+        return raw is not None and self._versions(raw) == quiet
+
+    def _versions(self, raw: Obj) -> int:
+        """What a plan of the job reads, by version: the job, its children, the kinds absent."""
+        uid = raw["metadata"].get("uid", "")
+        children = tuple(
+            (o["metadata"].get("uid"), o["metadata"].get("resourceVersion"))
+            for store in self.child_stores.values()
+            for o in store.owned_by(uid)
+        )
+        return hash((raw["metadata"].get("resourceVersion"), children, self.absent_kinds))
+
     def _sync(
         self, key: JobKey, raw: Obj, job: Job, problems: list[Problem], jlog: JobLog
     ) -> float | None:
         namespace = key[1]
         uid = job.metadata.uid or ""
+        # Read before the plan: a change in between makes it differ, never look unchanged.
+        versions = self._versions(raw)
         held = self.conflicts.still_held(key, uid, self.child_stores)
         found: Held = {}  # conflicts met by this reconcile's creations
         the_plan = self._worth_saying(_with_warnings(self._plan(job, held), problems))
@@ -184,8 +221,12 @@ class Reconciler:
             finally:
                 self.conflicts.remember(key, uid, {**held, **found})
             self._record(raw, the_plan.events, posted)
+            requeue = _sooner(the_plan.requeue_after, hold)
+            done = held or the_plan.delete or the_plan.update or the_plan.status_changed
+            if not (done or the_plan.events or requeue is not None):
+                self._quiet[key] = versions
             # A conflict met now is in the status of the next reconcile, at once.
-            return 0.0 if found else _sooner(the_plan.requeue_after, hold)
+            return 0.0 if found else requeue
         # Creations without deletions: no restart count to protect, so the status need not
         # come first. A failed creation still shows what exists at once.
         try:

@@ -6,7 +6,8 @@ and rate limiters are the real ones. End-to-end tests use the real control plane
 It serves: discovery of the job group (the other groups are not served); Leases, in memory,
 with resourceVersions and 409 for a stale update; empty lists; watches that say nothing and end
 after their `timeoutSeconds` (or never, when `silent`); lists, of what a test put in `objects`
-(by collection path) or empty; any other write, echoed back with a uid and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
+(by collection path) or empty; a status write to a listed object, merged into it; any other
+write, echoed back with a uid and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
 to the next discovery requests (`discovery_failures`), or 429 with a Retry-After to the next
 requests other than the Leases' (`throttled`, `retry_after`: priority and fairness shedding a
 busy client). Every request is logged with the time it
@@ -116,6 +117,8 @@ class StandInApi:
         if method == "GET":
             items = self.objects.get(path, [])
             return 200, {"metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
+        if method == "PUT" and path.endswith("/status"):
+            return self._status(path, body or {})
         answer = dict(body or {})
         answer["metadata"] = {
             **answer.get("metadata", {}),
@@ -123,6 +126,24 @@ class StandInApi:
             "resourceVersion": str(next(self._rv)),
         }
         return (201 if method == "POST" else 200), answer
+
+    def _status(self, path: str, body: Obj) -> tuple[int, Obj]:
+        """A status write to a listed object: its status replaced, everything else kept (the
+        writer sends no spec); to any other, echoed back."""
+        parts = path.split("/")  # .../namespaces/NS/RESOURCE/NAME/status
+        namespace, resource, name = parts[-4], parts[-3], parts[-2]
+        with self._lock:
+            for collection, items in self.objects.items():
+                if not collection.endswith(f"/{resource}"):
+                    continue
+                for i, item in enumerate(items):
+                    meta = item["metadata"]
+                    if (meta["name"], meta.get("namespace")) == (name, namespace):
+                        meta = {**meta, "resourceVersion": str(next(self._rv))}
+                        items[i] = {**item, "metadata": meta, "status": body.get("status")}
+                        return 200, items[i]
+        meta = {**body.get("metadata", {}), "resourceVersion": str(next(self._rv))}
+        return 200, {**body, "metadata": meta}
 
     def _throttle(self, path: str) -> bool:
         """Whether this request is one of the `throttled` (never a Lease's)."""

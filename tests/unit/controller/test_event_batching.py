@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.controller.informer import Store
 from t9kjobs.controller.operator import Operator, Options
 from t9kjobs.controller.resources import Resource
 from t9kjobs.manager import PluginManager
@@ -129,3 +130,29 @@ def test_a_deleted_job_is_forgotten(operator: Operator) -> None:
     queued_now(operator)
     operator._on_job("ADDED", JOB)  # the same name again: a new job, at once
     assert queued_now(operator) == [KEY]
+
+
+SETTLED = {"phase": "Succeeded", "aggregate": {"succeeded": 1, "deleted": 1}}
+FOLLOWING = {"phase": "Succeeded", "aggregate": {"succeeded": 1, "running": 1}}
+
+
+@pytest.mark.parametrize(
+    ("status", "event", "queued"),
+    [
+        (SETTLED, "DELETED", False),
+        (SETTLED, "MODIFIED", True),
+        (FOLLOWING, "DELETED", True),
+        ({"phase": "Running"}, "DELETED", True),
+        (None, "DELETED", True),  # the job is not in the cache (yet)
+    ],
+)
+def test_a_child_gone_from_a_finished_job_whose_replicas_ended_queues_nothing(
+    operator: Operator, status: Any, event: str, queued: bool
+) -> None:
+    """The pod collector deletes thousands of finished pods in a long run: of a job finished
+    with every replica ended, their deletion is no work; of any other, it is."""
+    jobs = operator.job_stores[KIND] = Store()
+    if status is not None:
+        jobs.put({**JOB, "status": status})
+    operator._on_child(event, POD)
+    assert (KEY in operator.queue._waiting) is queued

@@ -407,3 +407,29 @@ def test_validation_warnings_are_warning_events_when_pods_are_created(
     assert [e[:2] for e in events] == [("Warning", "SpecWarning"), ("Warning", "SpecWarning")]
     assert events[0][2].startswith(f"{base}.command: {ignored}")
     assert events[1][2].startswith(f"{base}.args: {ignored}")
+
+
+def test_a_job_is_unchanged_while_its_cache_is_as_a_reconcile_with_nothing_to_do_left_it(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    """What the periodic resync leaves out (`Reconciler.unchanged`): not a job a reconcile did
+    something for, nor one whose job or child has a new resourceVersion since."""
+    fake = FakeTransport()
+    the_reconciler, recorder, children = reconciler(manager, fake, creator)
+    the_reconciler.reconcile(KEY)  # creations and the first status
+    assert not the_reconciler.unchanged(KEY)
+    set_pods(children, "Running")
+    the_reconciler.reconcile(KEY)  # the status says Running
+    assert not the_reconciler.unchanged(KEY)
+    writes = len(fake.requests)
+    assert the_reconciler.reconcile(KEY) is None
+    assert len(fake.requests) == writes  # nothing to do ...
+    assert the_reconciler.unchanged(KEY)  # ... and nothing changed since
+    pod = children["Pod"].owned_by("job-uid")[0]
+    children["Pod"].put({**pod, "metadata": {**pod["metadata"], "resourceVersion": "2"}})
+    assert not the_reconciler.unchanged(KEY)  # a change no event has queued yet
+    the_reconciler.reconcile(KEY)
+    assert the_reconciler.unchanged(KEY)
+    the_reconciler.forget(KEY)  # the job was deleted
+    assert not the_reconciler.unchanged(KEY)
+    recorder.close()
