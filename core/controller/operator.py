@@ -98,7 +98,7 @@ def in_flight(job: Obj) -> bool:
     """Whether the job, as its status says, may still have work for a reconcile: it has not
     finished, or a replica of it has not ended yet (a finished job follows its replicas to
     their end). A finished job's cleanup ran when it finished, and a failed deletion is
-    retried by the work queue; a change of its pods later (but their deletion) queues it."""
+    retried by the work queue; a new pod, or a change of one still active, queues it."""
     status = job.get("status") or {}
     if status.get("phase") not in FINISHED_PHASES:
         return True
@@ -242,16 +242,17 @@ class Operator:
                 and str(ref.get("apiVersion", "")).startswith(API_GROUP + "/")
             ):
                 key = (ref["kind"], meta["namespace"], ref["name"])
-                if event == "DELETED" and self._settled(key):
+                if (finished or event == "DELETED") and self._done_with(key):
                     continue
                 # A finished pod may decide its job: ahead of the jobs still to start.
                 self.queue.add_after(key, delay, urgent=finished)
 
-    def _settled(self, key: JobKey) -> bool:
+    def _done_with(self, key: JobKey) -> bool:
         """Whether the job has finished and its replicas have all ended: a child of it that
-        goes away (the cleanup's deletions, kube-controller-manager's pod collector once
-        12,500 pods have ended) leaves it nothing to do, since a finished job's plan only
-        deletes what still exists and follows the replicas still active."""
+        goes away, or a pod of it that changes once ended, leaves it nothing to do (a finished
+        job's plan only deletes what still exists and follows the replicas still active).
+        kube-controller-manager's pod collector, once 12,500 pods have ended, marks and then
+        deletes thousands of them in a long run: two events a pod, no work."""
         store = self.job_stores.get(key[0])
         job = store.get(key[1], key[2]) if store is not None else None
         return job is not None and not in_flight(job)

@@ -137,22 +137,27 @@ FOLLOWING = {"phase": "Succeeded", "aggregate": {"succeeded": 1, "running": 1}}
 
 
 @pytest.mark.parametrize(
-    ("status", "event", "queued"),
+    ("status", "event", "pod_phase", "queued"),
     [
-        (SETTLED, "DELETED", False),
-        (SETTLED, "MODIFIED", True),
-        (FOLLOWING, "DELETED", True),
-        ({"phase": "Running"}, "DELETED", True),
-        (None, "DELETED", True),  # the job is not in the cache (yet)
+        (SETTLED, "DELETED", "Succeeded", False),
+        (SETTLED, "MODIFIED", "Succeeded", False),  # the collector's DisruptionTarget mark
+        (SETTLED, "DELETED", "Running", False),
+        (SETTLED, "MODIFIED", "Running", True),
+        (SETTLED, "ADDED", "Pending", True),
+        (FOLLOWING, "DELETED", "Succeeded", True),
+        (FOLLOWING, "MODIFIED", "Succeeded", True),
+        ({"phase": "Running"}, "DELETED", "Succeeded", True),
+        (None, "DELETED", "Succeeded", True),  # the job is not in the cache (yet)
     ],
 )
-def test_a_child_gone_from_a_finished_job_whose_replicas_ended_queues_nothing(
-    operator: Operator, status: Any, event: str, queued: bool
+def test_a_pod_gone_or_ended_of_a_finished_job_whose_replicas_ended_queues_nothing(
+    operator: Operator, status: Any, event: str, pod_phase: str, queued: bool
 ) -> None:
-    """The pod collector deletes thousands of finished pods in a long run: of a job finished
-    with every replica ended, their deletion is no work; of any other, it is."""
+    """The pod collector marks and deletes thousands of ended pods in a long run: of a job
+    finished with every replica ended, that is no work; of any other, or a pod still active or
+    new, it is."""
     jobs = operator.job_stores[KIND] = Store()
     if status is not None:
         jobs.put({**JOB, "status": status})
-    operator._on_child(event, POD)
+    operator._on_child(event, {**POD, "status": {"phase": pod_phase}})
     assert (KEY in operator.queue._waiting) is queued
