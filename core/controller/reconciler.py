@@ -134,7 +134,8 @@ class Reconciler:
         self.clock = clock
         self.routine_events = routine_events
         self.conflicts = NameConflicts(transport)
-        # The versions the last reconcile of a job read, when it found nothing to do.
+        # The versions the last reconcile of a job read, when it found nothing to do; kept as
+        # a hash (a 64-bit int a job, not a tuple of every child's uid and version).
         self._quiet: dict[JobKey, int] = {}
 
     # -- the reconcile -----------------------------------------------------------------------
