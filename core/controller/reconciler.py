@@ -192,28 +192,30 @@ class Reconciler:
         if quiet is None:
             return False
         raw = self.job_stores[key[0]].get(key[1], key[2])
-        return raw is not None and self._versions(raw) == quiet
+        if raw is None:
+            return False
+        return self._versions(raw, self._children(raw["metadata"].get("uid", ""))) == quiet
 
-    def _versions(self, raw: Obj) -> int:
+    def _children(self, uid: str) -> list[Obj]:
+        return [o for store in self.child_stores.values() for o in store.owned_by(uid)]
+
+    def _versions(self, raw: Obj, children: list[Obj]) -> int:
         """What a plan of the job reads, by version: the job, its children, the kinds absent."""
-        uid = raw["metadata"].get("uid", "")
-        children = tuple(
-            (o["metadata"].get("uid"), o["metadata"].get("resourceVersion"))
-            for store in self.child_stores.values()
-            for o in store.owned_by(uid)
+        child_versions = tuple(
+            (o["metadata"].get("uid"), o["metadata"].get("resourceVersion")) for o in children
         )
-        return hash((raw["metadata"].get("resourceVersion"), children, self.absent_kinds))
+        return hash((raw["metadata"].get("resourceVersion"), child_versions, self.absent_kinds))
 
     def _sync(
         self, key: JobKey, raw: Obj, job: Job, problems: list[Problem], jlog: JobLog
     ) -> float | None:
         namespace = key[1]
         uid = job.metadata.uid or ""
-        # Read before the plan: a change in between makes it differ, never look unchanged.
-        versions = self._versions(raw)
+        children = self._children(uid)  # as the plan reads them, and their versions
+        versions = self._versions(raw, children)
         held = self.conflicts.still_held(key, uid, self.child_stores)
         found: Held = {}  # conflicts met by this reconcile's creations
-        the_plan = self._worth_saying(_with_warnings(self._plan(job, held), problems))
+        the_plan = self._worth_saying(_with_warnings(self._plan(job, held, children), problems))
         if the_plan.delete or not the_plan.create:
             hold = None if the_plan.delete else self._first_status_due(raw, the_plan)
             posted = [] if hold is not None else self._settle_status(key, raw, the_plan, jlog)
@@ -245,7 +247,8 @@ class Reconciler:
     def _settled(self, key: JobKey, job: Job, held: Held, found: Held) -> Plan:
         """The Plan once this reconcile's creations are in the stores (answers and conflicts)."""
         self.conflicts.remember(key, job.metadata.uid or "", {**held, **found})
-        return self._worth_saying(self._plan(job, {**held, **found}))
+        uid = job.metadata.uid or ""
+        return self._worth_saying(self._plan(job, {**held, **found}, self._children(uid)))
 
     def _first_status_due(self, raw: Obj, the_plan: Plan) -> float | None:
         """Seconds a new job's first status write may still wait (module docstring); None
@@ -267,10 +270,7 @@ class Reconciler:
         left = FOLDED_STATUS_SECONDS - (self.clock() - created).total_seconds()
         return left if left > 0 else None
 
-    def _plan(self, job: Job, held: Held) -> Plan:
-        children = [
-            o for store in self.child_stores.values() for o in store.owned_by(job.metadata.uid)
-        ]
+    def _plan(self, job: Job, held: Held, children: list[Obj]) -> Plan:
         try:
             return plan(
                 job,
