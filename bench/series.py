@@ -120,6 +120,52 @@ def steady_rows(runs: list[tuple[str, Obj]]) -> list[str]:
     return lines
 
 
+# The processes of `control_plane_cpu_s`, in the order of the cost table.
+PROCESSES = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "etcd",
+    "bench",
+    "operator",
+)
+
+
+def cost_rows(runs: list[Obj]) -> list[str]:
+    """What a pod cost each process of the machine in our phase of each run (CPU from the
+    first submission to the last job's verdict, over every pod; "all" is the processes listed,
+    without a profiler's), and the operator's CPU over
+    the pod events the control plane sent. The second shows whether the operator's cost
+    follows its work: the events a pod gets grow with how long the control plane keeps it
+    (the pod collector starts past 12,500 ended pods), and every watcher of pods pays for
+    them, the benchmark's own watcher too."""
+    lines = [
+        "| jobs x pods | all Succeeded (s) | pod events a pod | "
+        + " | ".join(PROCESSES)
+        + " | all | operator CPU a pod event (ms) |",
+        "| --- |" + " ---: |" * (len(PROCESSES) + 4),
+    ]
+    for run in runs:
+        r = _phase(run, "ours")
+        if r is None or r.get("timed_out") or not r.get("pods_seen"):
+            continue
+        pods = r["pods_seen"]
+        cpu = r.get("control_plane_cpu_s") or {}
+        per_pod = [cpu.get(name) for name in PROCESSES]
+        events = r.get("pod_events_per_pod")
+        operator = cpu.get("operator")
+        per_event = 1000 * operator / (events * pods) if operator is not None and events else None
+        lines.append(
+            f"| {run['jobs']} x {run['replicas']} | {_num(r.get('all_jobs_succeeded_s'), 0)}"
+            f" | {_num(events, 2)} | "
+            + " | ".join(_num(None if v is None else 1000 * v / pods) for v in per_pod)
+            + f" | {_num(1000 * sum(v for v in per_pod if v is not None) / pods)}"
+            + f" | {_num(per_event, 2)} |"
+        )
+    return lines
+
+
 def plot_scale(runs: list[Obj], path: Path) -> None:
     """Peak RSS, CPU per job and the p99 latencies against the number of jobs, per operator."""
     import matplotlib
@@ -175,7 +221,19 @@ def report(out: Path) -> str:
         for d in out.glob("steady-*")
         if (run := _load(d)) is not None
     )
-    parts = ["## Scale", "", *scale_rows(sized), "", "## Steady state", "", *steady_rows(steady)]
+    parts = [
+        "## Scale",
+        "",
+        *scale_rows(sized),
+        "",
+        "## What a pod costs each process, CPU in ms (ours)",
+        "",
+        *cost_rows(sized),
+        "",
+        "## Steady state",
+        "",
+        *steady_rows(steady),
+    ]
     text = "\n".join(parts) + "\n"
     (out / "series.md").write_text(text)
     if sized:

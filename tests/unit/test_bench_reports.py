@@ -7,7 +7,7 @@ import pytest
 
 from bench.profile import shares
 from bench.report import status_writes
-from bench.series import scale_rows
+from bench.series import cost_rows, scale_rows
 from bench.store_churn import main as store_churn
 
 WORKER = "Thread.run (threading.py:982);Reconciler.reconcile (core/controller/reconciler.py:86)"
@@ -81,3 +81,19 @@ def test_status_writes_count_each_jobs_writes_and_their_commonest_sequences() ->
         {"jobs": 2, "writes": "Pending -> Running -> Succeeded"},
         {"jobs": 1, "writes": "Running -> Succeeded"},
     ]
+
+
+def test_the_cost_table_divides_each_process_by_pods_and_the_operator_by_pod_events() -> None:
+    ours = {
+        "phase": "ours",
+        "title": "t9k-jobs (ours)",
+        "pods_seen": 400,
+        "all_jobs_succeeded_s": 50.0,
+        "pod_events_per_pod": 5.0,
+        "control_plane_cpu_s": {"kube-apiserver": 8.0, "operator": 2.0, "py-spy": 4.0},
+    }
+    run = {"jobs": 100, "replicas": 4, "results": [ours]}
+    header, _, row = cost_rows([run])
+    assert header.count("|") == row.count("|")
+    # 8 s and 2 s over 400 pods; 2 s over 2,000 pod events; the profiler is not in "all".
+    assert row.startswith("| 100 x 4 | 50 | 5.00 | 20.0 | - | - | - | - | - | 5.0 | 25.0 | 1.00 |")
