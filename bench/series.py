@@ -7,7 +7,8 @@ smallest size, for our operator alone.
     python -m bench.series --report --out DIR     # the tables and plots of what DIR holds
 
 Each run is a `python -m bench` run into DIR/jobs-<N>/ or DIR/steady-<percent>/ (its own
-results.json, summary.md, pods.png); the series writes DIR/series.md and DIR/scale.png.
+results.json, summary.md, pods.png); the series writes DIR/series.md, DIR/scale.png and
+DIR/costs.png.
 Capacity is jobs a second from submission to every job Succeeded, in our phase of the smallest
 size (`--capacity` gives it instead).
 """
@@ -212,6 +213,57 @@ def plot_scale(runs: list[Obj], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_costs(runs: list[Obj], path: Path) -> None:
+    """`cost_rows` as a plot: each process's CPU a pod against the jobs of the burst, and
+    the operator's CPU a pod event."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [
+        (run["jobs"], r)
+        for run in runs
+        if (r := _phase(run, "ours")) is not None
+        and not r.get("timed_out")
+        and r.get("pods_seen")
+        and r.get("control_plane_cpu_s")
+    ]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
+    jobs = [n for n, _ in points]
+    for name in PROCESSES:
+        axes[0].plot(
+            jobs,
+            [1000 * r["control_plane_cpu_s"].get(name, 0.0) / r["pods_seen"] for _, r in points],
+            "s-" if name == "operator" else "o--",
+            linewidth=2.5 if name == "operator" else 1.0,
+            label=name,
+        )
+    axes[1].plot(
+        jobs,
+        [
+            1000
+            * r["control_plane_cpu_s"].get("operator", 0.0)
+            / (r["pods_seen"] * (r.get("pod_events_per_pod") or 1.0))
+            for _, r in points
+        ],
+        "s-",
+        linewidth=2.5,
+        label="operator CPU a pod event",
+    )
+    for ax, label in zip(
+        axes, ("CPU a pod (ms), our phase", "operator CPU a pod event (ms)"), strict=True
+    ):
+        ax.set_xlabel("jobs submitted at once (x 4 pods)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def report(out: Path) -> str:
     sized = sorted(
         (run for d in out.glob("jobs-*") if (run := _load(d)) is not None), key=lambda r: r["jobs"]
@@ -238,6 +290,7 @@ def report(out: Path) -> str:
     (out / "series.md").write_text(text)
     if sized:
         plot_scale(sized, out / "scale.png")
+        plot_costs(sized, out / "costs.png")
     return text
 
 
