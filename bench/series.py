@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench import scale
 from bench.report import NONE
@@ -133,14 +133,42 @@ PROCESSES = (
 )
 
 
+class Costs(NamedTuple):
+    """One run's figures of the cost table: CPU ms a pod by process (None: not sampled), in
+    all, and the operator's CPU ms a pod event."""
+
+    jobs: int
+    per_pod: dict[str, float | None]
+    all: float
+    per_event: float | None
+
+
+def costs(run: Obj) -> Costs | None:
+    """What a pod cost each process of the machine in our phase of the run (CPU from the
+    first submission to the last job's verdict, over every pod; `all` is the processes listed,
+    without a profiler's), and the operator's CPU over the pod events the control plane sent.
+    The second shows whether the operator's cost follows its work: the events a pod gets grow
+    with how long the control plane keeps it (the pod collector starts past 12,500 ended
+    pods), and every watcher of pods pays for them, the benchmark's own watcher too. None for
+    a run without a finished phase of ours."""
+    r = _phase(run, "ours")
+    if r is None or r.get("timed_out") or not r.get("pods_seen"):
+        return None
+    pods = r["pods_seen"]
+    cpu = r.get("control_plane_cpu_s") or {}
+    per_pod = {n: None if cpu.get(n) is None else 1000 * cpu[n] / pods for n in PROCESSES}
+    events = r.get("pod_events_per_pod")
+    operator = per_pod["operator"]
+    return Costs(
+        jobs=run["jobs"],
+        per_pod=per_pod,
+        all=sum(v for v in per_pod.values() if v is not None),
+        per_event=operator / events if operator is not None and events else None,
+    )
+
+
 def cost_rows(runs: list[Obj]) -> list[str]:
-    """What a pod cost each process of the machine in our phase of each run (CPU from the
-    first submission to the last job's verdict, over every pod; "all" is the processes listed,
-    without a profiler's), and the operator's CPU over
-    the pod events the control plane sent. The second shows whether the operator's cost
-    follows its work: the events a pod gets grow with how long the control plane keeps it
-    (the pod collector starts past 12,500 ended pods), and every watcher of pods pays for
-    them, the benchmark's own watcher too."""
+    """`costs` of each run, a line each: the cost table."""
     lines = [
         "| jobs x pods | all Succeeded (s) | pod events a pod | "
         + " | ".join(PROCESSES)
@@ -148,21 +176,16 @@ def cost_rows(runs: list[Obj]) -> list[str]:
         "| --- |" + " ---: |" * (len(PROCESSES) + 4),
     ]
     for run in runs:
-        r = _phase(run, "ours")
-        if r is None or r.get("timed_out") or not r.get("pods_seen"):
+        c = costs(run)
+        if c is None:
             continue
-        pods = r["pods_seen"]
-        cpu = r.get("control_plane_cpu_s") or {}
-        per_pod = [cpu.get(name) for name in PROCESSES]
-        events = r.get("pod_events_per_pod")
-        operator = cpu.get("operator")
-        per_event = 1000 * operator / (events * pods) if operator is not None and events else None
+        r = _phase(run, "ours")
+        assert r is not None
         lines.append(
             f"| {run['jobs']} x {run['replicas']} | {_num(r.get('all_jobs_succeeded_s'), 0)}"
-            f" | {_num(events, 2)} | "
-            + " | ".join(_num(None if v is None else 1000 * v / pods) for v in per_pod)
-            + f" | {_num(1000 * sum(v for v in per_pod if v is not None) / pods)}"
-            + f" | {_num(per_event, 2)} |"
+            f" | {_num(r.get('pod_events_per_pod'), 2)} | "
+            + " | ".join(_num(c.per_pod[n]) for n in PROCESSES)
+            + f" | {_num(c.all)} | {_num(c.per_event, 2)} |"
         )
     return lines
 
@@ -221,32 +244,21 @@ def plot_costs(runs: list[Obj], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = [
-        (run["jobs"], r)
-        for run in runs
-        if (r := _phase(run, "ours")) is not None
-        and not r.get("timed_out")
-        and r.get("pods_seen")
-        and r.get("control_plane_cpu_s")
-    ]
+    points = [c for run in runs if (c := costs(run)) is not None]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
-    jobs = [n for n, _ in points]
     for name in PROCESSES:
+        sampled = [c for c in points if c.per_pod[name] is not None]
         axes[0].plot(
-            jobs,
-            [1000 * r["control_plane_cpu_s"].get(name, 0.0) / r["pods_seen"] for _, r in points],
+            [c.jobs for c in sampled],
+            [c.per_pod[name] for c in sampled],
             "s-" if name == "operator" else "o--",
             linewidth=2.5 if name == "operator" else 1.0,
             label=name,
         )
+    counted = [c for c in points if c.per_event is not None]
     axes[1].plot(
-        jobs,
-        [
-            1000
-            * r["control_plane_cpu_s"].get("operator", 0.0)
-            / (r["pods_seen"] * (r.get("pod_events_per_pod") or 1.0))
-            for _, r in points
-        ],
+        [c.jobs for c in counted],
+        [c.per_event for c in counted],
         "s-",
         linewidth=2.5,
         label="operator CPU a pod event",
