@@ -310,6 +310,10 @@ class Reconciler:
         for obj in the_plan.update:
             self._update(namespace, obj)
         self._create_all(namespace, [o for o in the_plan.create if o["kind"] != "Pod"], found)
+        if found:
+            # Ownership before use: an object the pods would use (a Secret, a ConfigMap, the
+            # Service that names them) is held by another; the next plan says so, no pod.
+            return
         self._create_all(namespace, [o for o in the_plan.create if o["kind"] == "Pod"], found)
         if the_plan.create:
             jlog.info("created %d object(s)", len(the_plan.create) - len(found))

@@ -267,12 +267,16 @@ def _running(
     events: list[Event] = []
 
     restarting = {d.name for d, _ in found.restart}
+    # Ownership before use: while any name the job needs is held by an object it does not
+    # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
+    # them, a pod of its name), no pod of the job is created. See the condition.
+    blocked = bool(observed.conflicts)
     for desired in pods:
         manifest = desired.manifest
         digest = spec_hash(manifest)
         current = pods_by_name.get(desired.name)
-        if current is None and ("Pod", desired.name) in observed.conflicts:
-            continue  # held by an object this job does not control: see the condition
+        if current is None and blocked:
+            continue
         if current is None:
             annotations = manifest["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
@@ -564,4 +568,4 @@ def _conflict_message(conflicts: Mapping[tuple[str, str], str]) -> str | None:
         f"{kind} {name} exists and this job does not control it ({holder})"
         for (kind, name), holder in sorted(conflicts.items())
     )
-    return f"{held}: not created while it exists"
+    return f"{held}: no pod of the job is created while it exists"

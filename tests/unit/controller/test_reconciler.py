@@ -287,7 +287,8 @@ def test_a_name_held_by_an_object_the_job_does_not_control_is_a_conflict(
     condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
     message = (
         "Pod mnist-worker-1 exists and this job does not control it (its controller is"
-        " PyTorchTrainingJob mnist (uid old-job-uid)): not created while it exists"
+        " PyTorchTrainingJob mnist (uid old-job-uid)): no pod of the job is created while it"
+        " exists"
     )
     assert (condition["status"], condition["reason"], condition["message"]) == (
         "False",
@@ -313,6 +314,44 @@ def test_a_name_held_by_an_object_the_job_does_not_control_is_a_conflict(
     assert fake.posted("pods")[-1]["metadata"]["name"] == "mnist-worker-1"
     assert initialized(status_writes(fake)[-1]) == ("True", "PodsCreated")
     assert [b["reason"] for b in fake.posted("events")].count("NameConflict") == 1
+
+
+def test_no_pod_is_created_while_an_object_the_pods_use_is_held_by_another(
+    manager: PluginManager, creator: ThreadPoolExecutor
+) -> None:
+    """A Service named after the job, planted beforehand without a controller, would give the
+    job's pods their DNS names (and a planted Secret or ConfigMap would be mounted): no pod is
+    created while it exists, in the reconcile that meets it nor in later ones; once it is
+    gone, the job goes on by itself."""
+    fake = FakeTransport()
+    services = "/api/v1/namespaces/team-a/services"
+    planted = foreign("mnist", None) | {"kind": "Service", "apiVersion": "v1"}
+    fake.existing[(services, "mnist")] = planted
+
+    def exists(method: str, path: str, body: Any) -> None:
+        if method == "POST" and (path, body["metadata"]["name"]) in fake.existing:
+            raise already_exists(path)
+
+    fake.before = exists
+    the_reconciler, recorder, _ = reconciler(manager, fake, creator)
+    assert the_reconciler.reconcile(KEY) == 10.0  # looked at again
+    assert fake.posted("pods") == []
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    assert fake.posted("pods") == []
+    condition = next(c for c in status_writes(fake)[-1]["conditions"] if c["type"] == "Initialized")
+    assert condition["reason"] == "NameConflict"
+    assert condition["message"].startswith(
+        "Service mnist exists and this job does not control it (it has no controller)"
+    )
+    events = [(b["type"], b["reason"]) for b in fake.posted("events")]
+    assert events.count(("Warning", "NameConflict")) == 1
+
+    del fake.existing[(services, "mnist")]
+    recorder = the_reconciler.events = EventRecorder(fake.as_transport())
+    the_reconciler.reconcile(KEY)
+    recorder.close()
+    assert len(fake.posted("pods")) == 1 + WORKERS
 
 
 def test_an_object_without_a_controller_holds_its_name_too(
