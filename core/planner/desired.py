@@ -16,7 +16,7 @@ from t9kjobs.objects import (
 )
 from t9kjobs.planner.types import EngineHooks
 
-__all__ = ["desired_pods"]
+__all__ = ["desired_pods", "harden"]
 
 
 def _by_type(specs: list[ReplicaDebugSet] | list[ResumeSpec], type_: str) -> object | None:
@@ -73,7 +73,29 @@ def desired_pods(
                 container["command"] = list(launch)
                 container.pop("args", None)
         hooks.mutate_pod(job, pod, absent_kinds)
+        harden(pod.manifest)
     return pods
+
+
+def harden(pod: Obj) -> None:
+    """Safe defaults for what a template leaves unsaid, for every kind (docs/security.md).
+
+    * No ServiceAccount token: a training pod has no business with the API server, and a
+      token in every rank is a credential for whoever gets a shell in one. A template that
+      sets `automountServiceAccountToken` or names a `serviceAccountName` asks for one.
+    * The runtime's default seccomp profile, and no privilege escalation (setuid binaries,
+      file capabilities) in any container; a template's own setting wins.
+    """
+    spec = pod["spec"]
+    if "serviceAccountName" not in spec:
+        spec.setdefault("automountServiceAccountToken", False)
+    context = spec.setdefault("securityContext", {})
+    if "seccompProfile" not in context:
+        context["seccompProfile"] = {"type": "RuntimeDefault"}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        container_context = container.setdefault("securityContext", {})
+        if "privileged" not in container_context:
+            container_context.setdefault("allowPrivilegeEscalation", False)
 
 
 def _show_launch_command(pod: DesiredPod, container: Obj, launch: list[str] | None) -> None:

@@ -20,6 +20,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from t9kjobs.plugins.colossalai.pinning import PRELUDE
 from t9kjobs.templating import render_template
 
 __all__ = [
@@ -63,7 +64,7 @@ def script_problem(script: Sequence[str]) -> str | None:
         return f"must start with a Python file (*.py) or with -m <module>, got {script[0]!r}"
     else:
         target = script[0]
-    if not _PLAIN.match(target):
+    if not _PLAIN.fullmatch(target):
         return f"{target!r} must not contain spaces or shell characters"
     return None
 
@@ -158,13 +159,24 @@ def colossalai_run_argv(
     return argv
 
 
-def launcher_script(wait_for_workers: str, argv: Sequence[str], workers: int) -> str:
-    """Shell of the launcher: wait for every worker's sshd, then exec `colossalai run`."""
+def launcher_script(
+    wait_for_workers: str,
+    argv: Sequence[str],
+    workers: int,
+    *,
+    known_hosts: str,
+    alias: str,
+) -> str:
+    """Shell of the launcher: wait for every worker's sshd, then exec `colossalai run` (`argv`,
+    from `colossalai_run_argv`) through the Python of the `colossalai` script, with the job's
+    host key pinned (`t9kjobs.plugins.colossalai.pinning`)."""
     return render_template(
         _PACKAGE,
         "launcher.sh.j2",
         wait_for_workers=wait_for_workers,
-        command=shlex.join(argv),
+        prelude=shlex.quote(PRELUDE),
+        pinned=shlex.join([known_hosts, alias]),
+        command=shlex.join(argv[1:]),
         workers=workers,
     )
 

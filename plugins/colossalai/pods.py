@@ -2,8 +2,9 @@
 
 Workers are `<job>-worker-<i>`, the launcher `<job>-launcher`; all of them are reachable as
 `<pod>.<job>` through the job's headless Service. The launcher is the ssh client and the workers
-the servers, so both mount the job's SSH key at `ssh.authMountPath`; the launcher also mounts the
-hostfile ConfigMap at `/t9k/hostfile`.
+the servers: both mount the job's SSH Secret at `ssh.authMountPath`, the launcher the client key,
+`known_hosts` and config, the workers the host key and `authorized_keys` (`t9kjobs.ssh`); the
+launcher also mounts the hostfile ConfigMap at `/t9k/hostfile`.
 
 Without a launcher container in the spec, one is derived from the worker container: the same
 image (and pull policy, pull secrets), working directory, environment and security context, so
@@ -29,7 +30,14 @@ from t9kjobs.plugins.colossalai.spec import (
     ColossalAIJobSpec,
     ColossalAIReplicaSpec,
 )
-from t9kjobs.ssh import SSH_PORT, mount_ssh, start_sshd_script, wait_for_sshd_script
+from t9kjobs.ssh import (
+    KNOWN_HOSTS,
+    SSH_PORT,
+    host_key_alias,
+    mount_ssh,
+    start_sshd_script,
+    wait_for_sshd_script,
+)
 
 __all__ = [
     "HOSTFILE_KEY",
@@ -141,7 +149,11 @@ def launcher_command(job: Job, spec: ColossalAIJobSpec) -> list[str]:
         ssh_port=SSH_PORT,
     )
     wait = wait_for_sshd_script(hosts, spec.ssh.auth_mount_path)
-    return ["/bin/bash", "-c", launcher_script(wait, argv, len(hosts))]
+    known_hosts = f"{spec.ssh.auth_mount_path.rstrip('/')}/{KNOWN_HOSTS}"
+    script = launcher_script(
+        wait, argv, len(hosts), known_hosts=known_hosts, alias=host_key_alias(job)
+    )
+    return ["/bin/bash", "-c", script]
 
 
 def _desired(
@@ -156,7 +168,16 @@ def _desired(
     manifest = new_pod(job, replica_type, index, template, subdomain=job.name, name=name)
     container = _container_name(template, replica_type)
     if container is not None:
-        mount_ssh(manifest, job, [container], spec.ssh.auth_mount_path)
+        # The workers serve ssh, the launcher is their one client: only it has the client key.
+        launcher = replica_type == LAUNCHER
+        mount_ssh(
+            manifest,
+            job,
+            [container],
+            spec.ssh.auth_mount_path,
+            server=not launcher,
+            client=launcher,
+        )
     if replica_type == LAUNCHER and container is not None:
         _mount_hostfile(manifest, job, container)
     # A launcher left out of the spec restarts as the spec's default would: OnFailure, limit 0.

@@ -2,8 +2,9 @@
 
 Topology: pods `<job>-worker-<i>` with hostname/subdomain on the job's headless Service, so
 `<job>-worker-<i>.<job>` resolves before readiness; those names fill the hostfile
-(`/t9k/hostfile`, a ConfigMap). Every worker runs sshd with the job's key (a Secret mounted at
-`/root/.ssh`); workers other than worker-0 run only sshd. The job follows worker-0.
+(`/t9k/hostfile`, a ConfigMap). Every worker runs sshd with the job's host key, trusting the job's
+client key (a Secret mounted at `/root/.ssh`, `t9kjobs.ssh`); worker-0 alone has the client key
+and launches, the other workers run only sshd. The job follows worker-0.
 """
 
 from __future__ import annotations
@@ -120,10 +121,11 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
         manifest = new_pod(job, REPLICA_TYPE, index, spec.worker.template, subdomain=job.name)
         container = find_container(manifest)
         name = str(container["name"]) if container is not None and "name" in container else None
-        if name is not None:
-            mount_ssh(manifest, job, [name], SSH_DIR)
-        _mount_hostfile(manifest, job, name)
         launcher = index == 0
+        if name is not None:
+            # Every worker serves ssh; worker-0 also launches, the only one with the client key.
+            mount_ssh(manifest, job, [name], SSH_DIR, server=True, client=launcher)
+        _mount_hostfile(manifest, job, name)
         if launcher and container is not None:
             # Makes the worker count part of worker-0's spec in every run mode.
             set_env(container, {"T9K_NUM_WORKERS": str(count)})

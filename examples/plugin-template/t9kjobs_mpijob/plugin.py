@@ -77,7 +77,10 @@ def _pod(job: Job, role: str, index: int, name: str | None = None) -> DesiredPod
     found = training_container(manifest)  # the template's first container runs mpirun
     container = found[1] if found is not None else None
     names = [container["name"]] if container is not None else []
-    mount_ssh(manifest, job, names)  # the launcher is the ssh client, workers the servers
+    # The launcher is the ssh client, the workers the servers: each mounts its own files only
+    # (the client key only in the launcher, the host key only where sshd runs).
+    launcher = role == "launcher"
+    mount_ssh(manifest, job, names, server=not launcher, client=launcher)
     if role == "launcher" and container is not None:
         manifest["spec"].setdefault("volumes", []).append(
             {"name": "hostfile", "configMap": {"name": f"{job.name}-hostfile"}}

@@ -23,6 +23,7 @@ from t9kjobs.plugins.colossalai.launch import (
     script_problem,
     torchrun_options,
 )
+from t9kjobs.plugins.colossalai.pinning import PRELUDE
 
 HOSTS = ["job-worker-0.job", "job-worker-1.job"]
 
@@ -214,16 +215,23 @@ def test_hostfile_one_host_a_line_without_slots() -> None:
 
 
 def test_launcher_script_waits_then_execs_colossalai(tmp_path: Path) -> None:
-    """Run the launcher's shell with `ssh` and `colossalai` stubbed: the argv that arrives."""
+    """Run the launcher's shell with `ssh`, `colossalai` and its Python stubbed: the argv that
+    arrives is ColossalAI's command line run by the Python of the `colossalai` script, after
+    the prelude that pins the job's host key."""
+    python = tmp_path / "python-of-colossalai"
+    python.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done > "$T9K_TEST_ARGV"\n')
+    python.chmod(0o755)
     for name, body in {
         "ssh": 'echo "ssh $*" >> "$T9K_TEST_LOG"',
-        "colossalai": 'for a in "$@"; do printf "%s\\n" "$a"; done > "$T9K_TEST_ARGV"',
+        "colossalai": "exit 3  # run by its Python, never itself",
     }.items():
         stub = tmp_path / name
-        stub.write_text(f"#!/bin/sh\n{body}\n")
+        stub.write_text(f"#!{python if name == 'colossalai' else '/bin/sh'}\n{body}\n")
         stub.chmod(0o755)
     line = argv(["train.py", "--name", "my run", "it's"], ["--max_restarts=0"])
-    script = launcher_script("echo waited", line, workers=2)
+    script = launcher_script(
+        "echo waited", line, workers=2, known_hosts="/root/.ssh/known_hosts", alias="t9k-jobs.j"
+    )
     env = {
         "PATH": f"{tmp_path}:/usr/bin:/bin",
         "T9K_TEST_LOG": str(tmp_path / "log"),
@@ -233,6 +241,12 @@ def test_launcher_script_waits_then_execs_colossalai(tmp_path: Path) -> None:
         ["/bin/bash", "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert result.stdout.splitlines()[0] == "waited"
-    received = (tmp_path / "argv").read_text().splitlines()
-    assert ["colossalai", *received] == line
-    assert worker_argv(parse(["colossalai", *received])) == ["train.py", "--name", "my run", "it's"]
+    received = (tmp_path / "argv").read_text().split("\0")[:-1]
+    assert received[:4] == ["-c", PRELUDE, "/root/.ssh/known_hosts", "t9k-jobs.j"]
+    assert ["colossalai", *received[4:]] == line
+    assert worker_argv(parse(["colossalai", *received[4:]])) == [
+        "train.py",
+        "--name",
+        "my run",
+        "it's",
+    ]

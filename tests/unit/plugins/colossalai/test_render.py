@@ -152,13 +152,16 @@ def test_ssh_key_mounted_in_launcher_and_workers(make_job: Any, manager: PluginM
         ("colossalai-example-worker-1", "worker"),
     ]:
         pod = objects[name]
-        ssh_volumes = [v for v in pod["spec"]["volumes"] if "secret" in v]
-        assert ssh_volumes == [
-            {
-                "name": "t9k-ssh",
-                "secret": {"secretName": "colossalai-example-ssh", "defaultMode": 0o600},
-            }
-        ]
+        [ssh_volume] = [v for v in pod["spec"]["volumes"] if "secret" in v]
+        assert ssh_volume["name"] == "t9k-ssh"
+        source = ssh_volume["secret"]
+        assert (source["secretName"], source["defaultMode"]) == ("colossalai-example-ssh", 0o600)
+        # The launcher is the client, the workers the servers: each has its own files only.
+        files = {item["path"] for item in source["items"]}
+        if cname == "launcher":
+            assert files == {"id_ed25519", "known_hosts", "config"}
+        else:
+            assert files == {"authorized_keys", "ssh_host_ed25519_key"}
         mounts = container(pod, cname)["volumeMounts"]
         assert {"name": "t9k-ssh", "mountPath": "/home/ml/.ssh", "readOnly": True} in mounts
 
@@ -182,13 +185,14 @@ def test_launcher_mounts_hostfile_and_runs_colossalai(
     assert c["command"][:2] == ["/bin/bash", "-c"]
     lines = script.strip().splitlines()
     assert lines[-1] == (
-        "exec colossalai run --hostfile /t9k/hostfile --nproc_per_node 1"
+        'exec ${t9k_python:-python3} -c "${t9k_pinned_ssh}" /root/.ssh/known_hosts'
+        " t9k-jobs.colossalai-example run --hostfile /t9k/hostfile --nproc_per_node 1"
         " --master_addr colossalai-example-worker-0.colossalai-example --master_port 29500"
         " --ssh-port 22 -- train.py arg1"
     )
     # The launcher first waits, bounded, for both workers' sshd.
     assert "t9k_wait_for_sshd" in script
-    assert script.index("t9k_wait_for_sshd\n") < script.index("exec colossalai run")
+    assert script.index("t9k_wait_for_sshd\n") < script.index("exec ${t9k_python")
     assert (
         "for host in colossalai-example-worker-0.colossalai-example"
         " colossalai-example-worker-1.colossalai-example; do" in script
@@ -208,8 +212,12 @@ def test_launcher_derived_from_worker(make_job: Any, manager: PluginManager) -> 
     assert c["workingDir"] == "/workspace"
     assert c["env"] == [{"name": "NCCL_DEBUG", "value": "INFO"}]
     assert c["envFrom"] == [{"configMapRef": {"name": "settings"}}]
-    assert c["securityContext"] == {"runAsNonRoot": True}  # the same user as the workers
-    assert pod["spec"]["securityContext"] == {"runAsUser": 1000}
+    # The same user as the workers (and the engine's defaults for what the template leaves).
+    assert c["securityContext"] == {"runAsNonRoot": True, "allowPrivilegeEscalation": False}
+    assert pod["spec"]["securityContext"] == {
+        "runAsUser": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert "resources" not in c
     assert [m["name"] for m in c["volumeMounts"]] == ["t9k-ssh", "t9k-hostfile"]
     assert pod["spec"]["imagePullSecrets"] == [{"name": "registry"}]

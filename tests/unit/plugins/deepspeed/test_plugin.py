@@ -52,10 +52,12 @@ def test_children_and_their_owner(make_job: Any, manager: Any) -> None:
 def test_ssh_secret_holds_placeholders_for_the_controller(make_job: Any, manager: Any) -> None:
     secret = _objects(make_job, manager, base_manifest())["ds-ssh"]
     assert secret["metadata"]["annotations"][GENERATE_ANNOTATION] == "ssh-keypair"
+    assert secret["type"] == "kubernetes.io/ssh-auth"
     assert set(secret["stringData"]) == {
-        "id_ed25519",
-        "id_ed25519.pub",
+        "ssh-privatekey",
+        "ssh_host_ed25519_key",
         "authorized_keys",
+        "known_hosts",
         "config",
     }
     assert "IdentityFile /root/.ssh/id_ed25519" in secret["stringData"]["config"]
@@ -66,7 +68,13 @@ def test_every_worker_mounts_the_key_and_the_hostfile(make_job: Any, manager: An
     for name in ("ds-worker-0", "ds-worker-1"):
         spec = objects[name]["spec"]
         volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes["t9k-ssh"]["secret"] == {"secretName": "ds-ssh", "defaultMode": 0o600}
+        source = volumes["t9k-ssh"]["secret"]
+        assert (source["secretName"], source["defaultMode"]) == ("ds-ssh", 0o600)
+        # Every worker serves ssh; worker-0 alone launches, and alone has the client key.
+        files = {item["path"] for item in source["items"]}
+        server = {"authorized_keys", "ssh_host_ed25519_key"}
+        client = {"id_ed25519", "known_hosts", "config"}
+        assert files == (server | client if name == "ds-worker-0" else server)
         assert volumes["t9k-hostfile"]["configMap"]["name"] == "ds-hostfile"
         mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
         assert mounts["/root/.ssh"] == {
