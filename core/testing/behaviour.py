@@ -33,6 +33,7 @@ from t9kjobs.testing.subject import ContractViolation, Subject, observed_from, r
 __all__ = [
     "compute_status_waits_for_restarting_replicas",
     "pods_follow_restart_policy",
+    "pods_use_only_declared_objects",
     "status_model_is_filled",
     "subdomains_have_headless_services",
     "training_container_exists",
@@ -108,6 +109,74 @@ def _check_subdomain(pod: Obj, subdomain: str, service: Obj | None) -> None:
             f"the headless Service {subdomain} selects {selector}, which pod {name} (labels"
             f" {labels}) does not match: its DNS name would not resolve; {fix}"
         )
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, at any depth."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _used(pod: Obj) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, where) of every Secret and ConfigMap a pod uses by name: its volumes
+    (projected ones too), `envFrom` and `valueFrom` (its subdomain's Service is
+    `subdomains_have_headless_services`')."""
+    spec = pod.get("spec") or {}
+    for volume in spec.get("volumes") or []:
+        where = f"volume {volume.get('name')}"
+        sources = [volume, *((volume.get("projected") or {}).get("sources") or [])]
+        for source in sources:
+            if "secret" in source:
+                secret = source["secret"] or {}
+                yield "Secret", str(secret.get("secretName") or secret.get("name")), where
+            if "configMap" in source:
+                yield "ConfigMap", str((source["configMap"] or {}).get("name")), where
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        where = f"container {container.get('name')}"
+        for source in container.get("envFrom") or []:
+            if "secretRef" in source:
+                yield "Secret", str(source["secretRef"].get("name")), f"{where} envFrom"
+            if "configMapRef" in source:
+                yield "ConfigMap", str(source["configMapRef"].get("name")), f"{where} envFrom"
+        for env in container.get("env") or []:
+            ref = env.get("valueFrom") or {}
+            if "secretKeyRef" in ref:
+                yield "Secret", str(ref["secretKeyRef"].get("name")), f"{where} env {env['name']}"
+            if "configMapKeyRef" in ref:
+                name = str(ref["configMapKeyRef"].get("name"))
+                yield "ConfigMap", name, f"{where} env {env['name']}"
+
+
+def pods_use_only_declared_objects(subject: Subject, example: Example) -> None:
+    """Every object a pod uses by name is the job's own child, or named by the user's spec.
+
+    The engine creates no pod of a job while an object of the job's is held by something the
+    job does not control (ownership before use: a Secret planted under the name a plugin's
+    pods mount would otherwise hand its keys to the job). It knows those objects from
+    `t9kjobs_build_objects` and `t9kjobs_build_auxiliary_objects`: a plugin whose pods mount a
+    Secret or ConfigMap, or take a subdomain, that it does not return there leaves that name to
+    whoever creates it first. Names the user wrote in the job's spec are the user's choice.
+    """
+    job = subject.job(example)
+    created = subject.first_reconcile(job).create
+    declared = {(o["kind"], o["metadata"]["name"]) for o in created if o.get("kind") != "Pod"}
+    written = set(_strings(example.manifest.get("spec")))
+    for pod in (o for o in created if o.get("kind") == "Pod"):
+        for kind, name, where in _used(pod):
+            if (kind, name) in declared or name in written:
+                continue
+            raise ContractViolation(
+                f"pod {pod['metadata']['name']} uses {kind} {name!r} ({where}), which the job"
+                " neither creates nor names in its spec: return it from t9kjobs_build_objects"
+                " (built with t9kjobs.objects, owned by the job), so that no pod is created"
+                " while an object the job does not control holds its name"
+            )
 
 
 def training_container_exists(subject: Subject, example: Example) -> None:

@@ -151,6 +151,7 @@ ALL_CONTRACTS = {
             "hooks_do_no_io",
             "compute_status_waits_for_restarting_replicas",
             "subdomains_have_headless_services",
+            "pods_use_only_declared_objects",
             "training_container_exists",
             "validate_checks_run_mode",
             "pods_follow_restart_policy",

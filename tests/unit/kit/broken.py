@@ -12,6 +12,7 @@ __all__ = [
     "ADMISSION_ONLY_RULE",
     "FIXED_STATUS",
     "FIXED_SUBDOMAIN",
+    "MOUNTS_UNDECLARED_SECRET",
     "INVALID_EXAMPLE_ADMITTED",
     "RESTARTING_COUNTS_AS_DONE",
     "RESTART_POLICY_IGNORED",
@@ -57,6 +58,19 @@ def t9kjobs_build_objects(job, pods):
     return [config_map(job, f"{job.name}-hosts", {"hosts": text}), headless_service(job)]
 """
 )
+
+# Pods that mount a Secret named after the job, which the plugin never returns as a child: the
+# name is whoever creates it first's.
+MOUNTS_UNDECLARED_SECRET = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for pod in pods:
+        pod.manifest["spec"].setdefault("volumes", []).append(
+            {"name": "keys", "secret": {"secretName": f"{job.name}-keys"}}
+        )
+    return pods
+"""
 
 # A training container named as the plugin's own examples name it, not as the user's template.
 UNKNOWN_TRAINING_CONTAINER = """

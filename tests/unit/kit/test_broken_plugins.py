@@ -59,6 +59,15 @@ BROKEN: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        broken.MOUNTS_UNDECLARED_SECRET,
+        "test_pods_use_only_declared_objects[job.yaml]",
+        [
+            "pod conf-worker-0 uses Secret 'conf-keys' (volume keys), which the job neither"
+            " creates nor names in its spec",
+            "return it from t9kjobs_build_objects",
+        ],
+    ),
+    (
         broken.UNKNOWN_TRAINING_CONTAINER,
         "test_training_container_exists[job.yaml]",
         [
@@ -97,7 +106,15 @@ BROKEN: list[tuple[str, str, list[str]]] = [
 @pytest.mark.parametrize(
     ("source", "contract", "says"),
     BROKEN,
-    ids=["restarting", "subdomain", "training-container", "run-mode", "restart-policy", "status"],
+    ids=[
+        "restarting",
+        "subdomain",
+        "undeclared-secret",
+        "training-container",
+        "run-mode",
+        "restart-policy",
+        "status",
+    ],
 )
 def test_a_broken_plugin_fails_its_contract_only(
     pytester: pytest.Pytester, source: str, contract: str, says: list[str]
