@@ -4,6 +4,12 @@ Plugins build every child through these functions, so names, labels and owner re
 one convention: pods `<job>-<type>-<index>`, labels `tensorstack.dev/owner-kind`, `owner-name`,
 `replica-type`, `replica-index`, and the job as controller owner (deleting the job
 garbage-collects every child).
+
+The operator's labels and annotations win: every builder applies them last, over what a plugin
+or a template gave, and a pod keeps none of its template's keys of the operator's domains
+(`RESERVED_DOMAINS`: `tensorstack.dev` and its subdomains, which the CRDs refuse in templates
+too). A template's `tensorstack.dev/owner-name` would otherwise put the pod in another job's
+Service, and its `batch.tensorstack.dev/stop-when-finished` would change what the engine does.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from t9kjobs.models import Job, RestartRule
+from t9kjobs.models.pod import RESERVED_DOMAINS, reserved_key
 
 __all__ = [
     "ANNOTATION_INCARNATION",
@@ -27,6 +34,7 @@ __all__ = [
     "LABEL_OWNER_NAME",
     "LABEL_REPLICA_INDEX",
     "LABEL_REPLICA_TYPE",
+    "RESERVED_DOMAINS",
     "DesiredPod",
     "Obj",
     "config_map",
@@ -39,6 +47,7 @@ __all__ = [
     "owner_reference",
     "pod_host",
     "pod_name",
+    "reserved_key",
     "secret",
     "service",
     "set_env",
@@ -120,11 +129,25 @@ def owner_reference(job: Job) -> Obj:
     }
 
 
+def _operator_wins(given: dict[str, str] | None, own: dict[str, str]) -> dict[str, str]:
+    """`given` and the operator's `own` keys, `own`'s values winning: `own` keys first, in
+    their order, then the others in theirs."""
+    merged = {**own, **(given or {})}
+    merged.update(own)
+    return merged
+
+
+def _unreserved(given: dict[str, str] | None) -> dict[str, str]:
+    """A template's labels or annotations without the operator's keys (`RESERVED_DOMAINS`)."""
+    return {k: v for k, v in (given or {}).items() if not reserved_key(k)}
+
+
 def _child_metadata(job: Job, name: str, labels: dict[str, str] | None = None) -> Obj:
+    """A child's metadata: `labels` with the owner labels over them, the job as owner."""
     return {
         "name": name,
         "namespace": job.namespace,
-        "labels": {**owner_labels(job), **(labels or {})},
+        "labels": _operator_wins(labels, owner_labels(job)),
         "ownerReferences": [owner_reference(job)],
     }
 
@@ -142,22 +165,20 @@ def new_pod(
 
     The operator restarts replicas itself, so the kubelet must never do it. With `subdomain`
     (the job's headless Service), the pod is reachable as `<pod>.<subdomain>` before it is ready.
+    The template's labels and annotations are kept but for keys of the operator's domains
+    (`RESERVED_DOMAINS`), which it sets alone: the owner and replica labels here, the engine's
+    annotations when it creates the pod.
     """
     template = copy.deepcopy(template)
     tmeta = template.get("metadata") or {}
     spec: Obj = template.get("spec") or {}
     pod_name_ = name or pod_name(job.name, replica_type, index)
-    metadata = _child_metadata(
-        job,
-        pod_name_,
-        {
-            **(tmeta.get("labels") or {}),
-            LABEL_REPLICA_TYPE: replica_type,
-            LABEL_REPLICA_INDEX: str(index),
-        },
-    )
-    if tmeta.get("annotations"):
-        metadata["annotations"] = dict(tmeta["annotations"])
+    labels = _unreserved(tmeta.get("labels"))
+    labels.update({LABEL_REPLICA_TYPE: replica_type, LABEL_REPLICA_INDEX: str(index)})
+    metadata = _child_metadata(job, pod_name_, labels)
+    annotations = _unreserved(tmeta.get("annotations"))
+    if annotations:
+        metadata["annotations"] = annotations
     spec["restartPolicy"] = "Never"
     spec.setdefault("containers", [])
     if subdomain:
@@ -241,7 +262,7 @@ def service(
     """A Service of the job selecting `selector` (on top of the owner labels): a ClusterIP one,
     or with `headless` one whose name resolves to the selected pods' own addresses as soon as
     they have one (no kube-proxy involved, so a port reaches the pod unchanged)."""
-    spec: Obj = {"selector": {**owner_labels(job), **selector}, "ports": ports}
+    spec: Obj = {"selector": _operator_wins(selector, owner_labels(job)), "ports": ports}
     if headless:
         spec = {"clusterIP": "None", "publishNotReadyAddresses": True, **spec}
     return {

@@ -92,8 +92,9 @@ def host_patterns(job: Job) -> list[str]:
     return [f"*.{job.name}", f"*.{job.name}.{job.namespace}.svc.*"]
 
 
-def ssh_secret(job: Job, mount_path: str = "/root/.ssh") -> Obj:
-    """The job's SSH Secret; key material is a placeholder until the controller creates it."""
+def ssh_secret(job: Job, mount_path: str = "/root/.ssh", port: int = SSH_PORT) -> Obj:
+    """The job's SSH Secret; key material is a placeholder until the controller creates it.
+    `port` is the port the job's sshd listen on (its ssh config's `Port`)."""
     data = {
         CLIENT_KEY: GENERATED_PLACEHOLDER,
         HOST_KEY: GENERATED_PLACEHOLDER,
@@ -107,7 +108,7 @@ def ssh_secret(job: Job, mount_path: str = "/root/.ssh") -> Obj:
             mount_path=mount_path.rstrip("/"),
             identity=CLIENT_KEY_FILE,
             known_hosts=KNOWN_HOSTS,
-            port=SSH_PORT,
+            port=port,
         ),
     }
     obj = secret(job, ssh_secret_name(job), data, {GENERATE_ANNOTATION: "ssh-keypair"})
@@ -149,9 +150,12 @@ def mount_ssh(
             c["volumeMounts"] = mounts
 
 
-def start_sshd_script(sshd_path: str = "/usr/sbin/sshd", mount_path: str = "/root/.ssh") -> str:
-    """Shell that runs sshd in the foreground with the job's host key, trusting the job's
-    client key only, for the user it runs as (module docstring)."""
+def start_sshd_script(
+    sshd_path: str = "/usr/sbin/sshd", mount_path: str = "/root/.ssh", port: int = SSH_PORT
+) -> str:
+    """Shell that runs sshd in the foreground on `port` with the job's host key, trusting the
+    job's client key only, for the user it runs as (module docstring): root, or a normal user
+    on a port above 1023 (no privilege separation directory, no pid file)."""
     directory = mount_path.rstrip("/")
     return render_template(
         _PACKAGE,
@@ -159,12 +163,12 @@ def start_sshd_script(sshd_path: str = "/usr/sbin/sshd", mount_path: str = "/roo
         sshd_path=shlex.quote(sshd_path),
         host_key=shlex.quote(f"{directory}/{HOST_KEY}"),
         authorized_keys=shlex.quote(f"AuthorizedKeysFile={directory}/{AUTHORIZED_KEYS}"),
-        port=SSH_PORT,
+        port=port,
     )
 
 
 def wait_for_sshd_script(
-    hosts: list[str], mount_path: str = "/root/.ssh", timeout: int = 300
+    hosts: list[str], mount_path: str = "/root/.ssh", timeout: int = 300, port: int = SSH_PORT
 ) -> str:
     """Shell that waits (bounded) until every host's sshd answers, else exits 1 naming it and
     what ssh said last (a host key that is not the job's: "Host key verification failed")."""
@@ -174,7 +178,7 @@ def wait_for_sshd_script(
         hosts=" ".join(shlex.quote(h) for h in hosts),
         count=len(hosts),
         config=shlex.quote(f"{mount_path.rstrip('/')}/{CONFIG}"),
-        port=SSH_PORT,
+        port=port,
         timeout=timeout,
     )
 

@@ -45,7 +45,14 @@ from t9kjobs.models.job import (
     Lifecycle,
     ObjectMeta,
 )
-from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
+from t9kjobs.models.pod import (
+    ContainerShape,
+    HeadlessPodTemplate,
+    PodSpecShape,
+    PodTemplate,
+    PodTemplateShape,
+    SshPodTemplate,
+)
 from t9kjobs.models.status import (
     FINISHED_PHASES,
     Aggregate,
@@ -84,6 +91,7 @@ __all__ = [
     "DependentStatus",
     "ElasticConfig",
     "GeneratedCommandRunMode",
+    "HeadlessPodTemplate",
     "Job",
     "JobCondition",
     "JobPhase",
@@ -107,6 +115,7 @@ __all__ = [
     "RunModeName",
     "RunPolicy",
     "SchedulePolicy",
+    "SshPodTemplate",
     "T9kScheduler",
     "TaskStatus",
     "check_replica_specs",

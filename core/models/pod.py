@@ -9,10 +9,27 @@ other shape would crash the code that builds the pods, or be refused by the API 
 the pods are created; the API server now refuses it when the job is submitted. Every other pod
 field is kept as written (`x-kubernetes-preserve-unknown-fields`) and checked by the API server
 when the pods are created.
+
+What the operator sets on every pod, a template may not set (the operator's values would win
+anyway, `t9kjobs.objects.new_pod`; refusing says so when the job is submitted):
+
+* labels and annotations of the reserved domains (`RESERVED_DOMAINS`: `tensorstack.dev` and its
+  subdomains, `batch.tensorstack.dev`, the T9k scheduler's `scheduler.tensorstack.dev`), in
+  every template;
+* `hostname` and `subdomain` in the templates of a kind whose pods the operator names in the
+  job's headless Service (`HeadlessPodTemplate`), and `hostNetwork: true` where the pods run
+  sshd on port 22 (`SshPodTemplate`: on the node's network, that would be the node's
+  port 22).
+
+Each such refusal is declared twice, as a CEL rule for the API server and as a pydantic
+validator for `t9kjobs validate`, at the same field path.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,8 +37,10 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     JsonValue,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -31,14 +50,57 @@ from t9kjobs.models._base import ApiModel
 
 __all__ = [
     "DNS_LABEL",
+    "MAX_POD_METADATA_KEYS",
+    "RESERVED_DOMAINS",
+    "RESERVED_KEY_PATTERN",
     "ContainerShape",
+    "HeadlessPodSpecShape",
+    "HeadlessPodTemplate",
+    "HeadlessPodTemplateShape",
+    "PodMetadataShape",
     "PodSpecShape",
     "PodTemplate",
     "PodTemplateShape",
+    "SshPodSpecShape",
+    "SshPodTemplate",
+    "SshPodTemplateShape",
+    "reserved_key",
+    "reserved_keys_message",
 ]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _PORT_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+# The label and annotation domains the operator owns: a key whose prefix (the part before `/`)
+# is one of them or ends with `.<domain>` is the operator's (`tensorstack.dev/owner-name`,
+# `batch.tensorstack.dev/stop-when-finished`, the T9k scheduler's
+# `scheduler.tensorstack.dev/queue`). Pods get only the operator's values for such keys; a pod
+# template may not set one. Other domains (`sim.t9kjobs.dev/*`, the simulation's) are the
+# user's.
+RESERVED_DOMAINS: tuple[str, ...] = ("tensorstack.dev",)
+# A reserved key, as a regular expression that Python and the API server's CEL (RE2) read
+# alike: a prefix without `/` that is a reserved domain or one of its subdomains, then `/`.
+RESERVED_KEY_PATTERN = (
+    "^([^/]*[.])?(" + "|".join(d.replace(".", "[.]") for d in RESERVED_DOMAINS) + ")/"
+)
+_RESERVED = re.compile(RESERVED_KEY_PATTERN)
+_RESERVED_SAID = ", ".join(f"{d} and *.{d}" for d in RESERVED_DOMAINS)
+# Labels, and annotations, a template may have: what a CEL rule over their keys may iterate
+# (the API server refuses a rule over an unbounded map: its estimated cost is too high).
+MAX_POD_METADATA_KEYS = 256
+
+
+def reserved_key(key: str) -> bool:
+    """Whether a label or annotation key is the operator's (`RESERVED_DOMAINS`)."""
+    return _RESERVED.match(key) is not None
+
+
+def reserved_keys_message(what: str, keys: list[str]) -> str:
+    """Why a template may not set these `what` (label, annotation) keys."""
+    named = ", ".join(f"`{k}`" for k in keys)
+    verb = "is" if len(keys) == 1 else "are"
+    plural = "" if len(keys) == 1 else "s"
+    return f"{what} key{plural} {named} {verb} reserved for the operator ({_RESERVED_SAID})"
 
 
 class _Shape(ApiModel):
@@ -112,18 +174,19 @@ _UNIQUE_NAMES = (
 )
 
 
+_SPEC_RULES: list[JsonValue] = [
+    {
+        "rule": f"{_UNIQUE_NAMES}.all(n, {_UNIQUE_NAMES}.exists_one(m, m == n))",
+        "message": "container names must be unique among containers and initContainers",
+    }
+]
+
+
 class PodSpecShape(_Shape):
     """The pod spec of a template."""
 
     model_config = _Shape.model_config | ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": f"{_UNIQUE_NAMES}.all(n, {_UNIQUE_NAMES}.exists_one(m, m == n))",
-                    "message": "container names must be unique among containers and initContainers",
-                }
-            ]
-        }
+        json_schema_extra={"x-kubernetes-validations": _SPEC_RULES}
     )
 
     containers: list[ContainerShape] | None = Field(default=None, description="Containers.")
@@ -144,11 +207,55 @@ class PodSpecShape(_Shape):
         return self
 
 
-class PodMetadataShape(_Shape):
-    """The labels and annotations the pods get."""
+def _reserved_rule(field: str, what: str) -> JsonValue:
+    """The CEL rule refusing reserved keys in the map `field` (labels, annotations); its
+    message names one of them."""
+    match = f"k.matches('{RESERVED_KEY_PATTERN}')"
+    said = f" is reserved for the operator ({_RESERVED_SAID})"
+    return {
+        "rule": f"!has(self.{field}) || self.{field}.all(k, !{match})",
+        "message": f"{what} keys of the domains {_RESERVED_SAID} are reserved for the operator",
+        "messageExpression": f"'{what} key `' + self.{field}.filter(k, {match})[0] + '`{said}'",
+        "fieldPath": f".{field}",
+        "reason": "FieldValueForbidden",
+    }
 
-    labels: dict[str, str] | None = Field(default=None, description="Labels of the pods.")
-    annotations: dict[str, str] | None = Field(default=None, description="Their annotations.")
+
+class PodMetadataShape(_Shape):
+    """The labels and annotations the pods get; the operator's domains are refused."""
+
+    model_config = _Shape.model_config | ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                _reserved_rule("labels", "label"),
+                _reserved_rule("annotations", "annotation"),
+            ]
+        }
+    )
+
+    labels: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_POD_METADATA_KEYS,
+        description=f"Labels of the pods, at most {MAX_POD_METADATA_KEYS}; keys of the domains"
+        f" {_RESERVED_SAID} are the operator's and refused.",
+    )
+    annotations: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_POD_METADATA_KEYS,
+        description=f"Their annotations, at most {MAX_POD_METADATA_KEYS}; keys of the domains"
+        f" {_RESERVED_SAID} are the operator's and refused.",
+    )
+
+    @field_validator("labels", "annotations")
+    @classmethod
+    def _not_reserved(
+        cls, value: dict[str, str] | None, info: ValidationInfo
+    ) -> dict[str, str] | None:
+        found = sorted(k for k in value or {} if reserved_key(k))
+        if found:
+            what = "label" if info.field_name == "labels" else "annotation"
+            raise ValueError(reserved_keys_message(what, found))
+        return value
 
 
 class PodTemplateShape(_Shape):
@@ -158,22 +265,134 @@ class PodTemplateShape(_Shape):
     spec: PodSpecShape | None = Field(default=None, description="Pod spec.")
 
 
-def _check_shape(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """A pod template, kept as a plain dict and checked against `PodTemplateShape` (also its
-    schema in the CRD); fields the shape does not list are kept as written."""
-    template = handler(value)
-    PodTemplateShape.model_validate(template, strict=True, by_alias=True, by_name=False)
-    return template
+_OPERATOR_SETS_HOST = (
+    "is set by the operator in this kind: each pod's hostname is its own name and its"
+    " subdomain the job's headless Service, so that the job's pods reach each other by name"
+)
+_HOST_FIELDS = ("hostname", "subdomain")
+_HOST_NETWORK = (
+    "`hostNetwork: true` is not allowed in this kind: its pods run sshd on port 22, which on the"
+    " node's network would be the node's own port 22"
+)
 
 
-class _ShapeSchema:
-    """The template's JSON schema (and so its CRD schema) is `PodTemplateShape`'s."""
+def _refused_rule(field: str) -> JsonValue:
+    return {
+        "rule": f"!has(self.{field})",
+        "message": f"`{field}` {_OPERATOR_SETS_HOST}",
+        "fieldPath": f".{field}",
+        "reason": "FieldValueForbidden",
+    }
 
+
+_HEADLESS_SPEC_RULES: list[JsonValue] = [*_SPEC_RULES, *map(_refused_rule, _HOST_FIELDS)]
+_SSH_SPEC_RULES: list[JsonValue] = [
+    *_HEADLESS_SPEC_RULES,
+    {
+        "rule": "!has(self.hostNetwork) || !self.hostNetwork",
+        "message": _HOST_NETWORK,
+        "fieldPath": ".hostNetwork",
+        "reason": "FieldValueForbidden",
+    },
+]
+
+
+def _refused_field(field: str) -> Any:
+    return Field(default=None, description=f"Not allowed: `{field}` {_OPERATOR_SETS_HOST}.")
+
+
+class HeadlessPodSpecShape(PodSpecShape):
+    """The pod spec of a kind whose pods the operator names in the job's headless Service:
+    `hostname` and `subdomain` are the operator's."""
+
+    model_config = PodSpecShape.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _HEADLESS_SPEC_RULES}
+    )
+
+    hostname: str | None = _refused_field("hostname")
+    subdomain: str | None = _refused_field("subdomain")
+
+    @field_validator(*_HOST_FIELDS)
     @classmethod
+    def _set_by_the_operator(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Called only for a value the user wrote (a null is absent): the CRD refuses any value.
+        raise ValueError(f"`{info.field_name}` {_OPERATOR_SETS_HOST}")
+
+
+class SshPodSpecShape(HeadlessPodSpecShape):
+    """The pod spec of a kind whose pods run sshd (DeepSpeedJob, ColossalAIJob): also
+    not on the node's network."""
+
+    model_config = HeadlessPodSpecShape.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _SSH_SPEC_RULES}
+    )
+
+    host_network: bool | None = Field(
+        default=None,
+        description="Not allowed to be true: the pods run sshd on port 22, which on the node's"
+        " network would be the node's own port 22.",
+    )
+
+    @field_validator("host_network")
+    @classmethod
+    def _not_on_the_node(cls, value: bool | None) -> bool | None:
+        if value:
+            raise ValueError(_HOST_NETWORK)
+        return value
+
+
+class HeadlessPodTemplateShape(PodTemplateShape):
+    """A pod template whose `spec.hostname` and `spec.subdomain` are the operator's."""
+
+    spec: HeadlessPodSpecShape | None = Field(default=None, description="Pod spec.")
+
+
+class SshPodTemplateShape(PodTemplateShape):
+    """A pod template of sshd pods: no hostname, subdomain or `hostNetwork: true`."""
+
+    spec: SshPodSpecShape | None = Field(default=None, description="Pod spec.")
+
+
+def _checker(shape: type[PodTemplateShape]) -> Callable[[Any, ValidatorFunctionWrapHandler], Any]:
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        template = handler(value)
+        shape.model_validate(template, strict=True, by_alias=True, by_name=False)
+        return template
+
+    check.__doc__ = (
+        f"A pod template, kept as a plain dict and checked against `{shape.__name__}` (also its"
+        " schema in the CRD); fields the shape does not list are kept as written."
+    )
+    return check
+
+
+@dataclass(frozen=True)
+class _ShapeSchema:
+    """The template's JSON schema (and so its CRD schema) is its shape's."""
+
+    shape: type[PodTemplateShape]
+
     def __get_pydantic_json_schema__(
-        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return handler(PodTemplateShape.__pydantic_core_schema__)
+        return handler(self.shape.__pydantic_core_schema__)
 
 
-PodTemplate = Annotated[dict[str, Any], WrapValidator(_check_shape), _ShapeSchema]
+# A pod template of any kind.
+PodTemplate = Annotated[
+    dict[str, Any], WrapValidator(_checker(PodTemplateShape)), _ShapeSchema(PodTemplateShape)
+]
+# The template of a kind that gives every pod the hostname and subdomain of the job's headless
+# Service (PyTorchTrainingJob): those two are refused.
+HeadlessPodTemplate = Annotated[
+    dict[str, Any],
+    WrapValidator(_checker(HeadlessPodTemplateShape)),
+    _ShapeSchema(HeadlessPodTemplateShape),
+]
+# The template of a kind whose pods run sshd and are named in the job's headless Service
+# (DeepSpeedJob, ColossalAIJob): hostname, subdomain and `hostNetwork: true` are refused.
+SshPodTemplate = Annotated[
+    dict[str, Any],
+    WrapValidator(_checker(SshPodTemplateShape)),
+    _ShapeSchema(SshPodTemplateShape),
+]

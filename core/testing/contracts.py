@@ -41,8 +41,8 @@ from t9kjobs.testing.admitted import (
 from t9kjobs.testing.behaviour import (
     compute_status_waits_for_restarting_replicas,
     pods_follow_restart_policy,
-    status_model_is_filled,
     pods_use_only_declared_objects,
+    status_model_is_filled,
     subdomains_have_headless_services,
     training_container_exists,
     validate_checks_run_mode,

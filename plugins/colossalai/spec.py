@@ -9,9 +9,18 @@ every replica's restarts are bounded by its own limit, as the API reference's de
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from t9kjobs.models import (
     INT32_MAX,
@@ -21,17 +30,19 @@ from t9kjobs.models import (
     GeneratedCommandRunMode,
     JobSpec,
     Lifecycle,
-    PodTemplate,
     RestartPolicy,
     RestartPolicyType,
     RestartRule,
     RunMode,
     SchedulePolicy,
 )
+from t9kjobs.models.pod import SshPodTemplate
 from t9kjobs.plugins.colossalai.launch import script_problem
 
 __all__ = [
+    "EXTRA_ARG_PATTERN",
     "LAUNCHER",
+    "SAFE_PATH_PATTERN",
     "WORKER",
     "ColossalAIJobSpec",
     "ColossalAIReplicaSpec",
@@ -43,25 +54,49 @@ __all__ = [
 LAUNCHER = "launcher"
 WORKER = "worker"
 
-_ABSOLUTE = r"^/.*"
+# A path segment other than `..`: letters, digits and `._+-`, none of them special to a shell.
+_SEGMENT = (
+    r"([A-Za-z0-9_+-][A-Za-z0-9._+-]*|[.]([A-Za-z0-9_+-][A-Za-z0-9._+-]*)?|[.][.][A-Za-z0-9._+-]+)"
+)
+# An absolute path that a shell script or an ssh config may hold as it is: `/` and segments (no
+# `..`, no space, no shell character), then an optional `/`. The CRD's `pattern` (RE2, at the
+# API server) and the model's check (Python) are this one expression.
+SAFE_PATH_PATTERN = rf"^(/{_SEGMENT})+/?$"
+_SAFE_PATH = re.compile(SAFE_PATH_PATTERN)
+_SAFE_PATH_SAID = "an absolute path of letters, digits and `._+-` between `/`, without `..`"
+
+
+def _path_field(default: str, description: str) -> Any:
+    return Field(
+        default=default, json_schema_extra={"pattern": SAFE_PATH_PATTERN}, description=description
+    )
 
 
 class SSHConfig(ApiModel):
     """How the workers run sshd and where the job's SSH key is mounted."""
 
-    auth_mount_path: str = Field(
-        default="/root/.ssh",
-        pattern=_ABSOLUTE,
-        description="Directory where the job's SSH key pair, authorized_keys and ssh config are"
-        " mounted in the launcher and the workers; it should be the home `.ssh` directory of"
-        " the user the containers run as. Defaults to /root/.ssh.",
+    auth_mount_path: str = _path_field(
+        "/root/.ssh",
+        "Directory where the job's SSH key pair, authorized_keys and ssh config are mounted in"
+        " the launcher and the workers; it should be the home `.ssh` directory of the user the"
+        f" containers run as, and {_SAFE_PATH_SAID} (shell scripts hold it as it is). Defaults"
+        " to /root/.ssh.",
     )
-    sshd_path: str = Field(
-        default="/usr/sbin/sshd",
-        pattern=_ABSOLUTE,
-        description="Absolute path of the sshd executable in the worker image. Defaults to"
-        " /usr/sbin/sshd.",
+    sshd_path: str = _path_field(
+        "/usr/sbin/sshd",
+        f"The sshd executable in the worker image: {_SAFE_PATH_SAID} (shell scripts hold it as"
+        " it is). Defaults to /usr/sbin/sshd.",
     )
+
+    @field_validator("auth_mount_path", "sshd_path")
+    @classmethod
+    def _safe_path(cls, value: str, info: ValidationInfo) -> str:
+        if not _SAFE_PATH.fullmatch(value):
+            field = "authMountPath" if info.field_name == "auth_mount_path" else "sshdPath"
+            raise ValueError(
+                f"{field} must be {_SAFE_PATH_SAID} (shell scripts hold it as it is), got {value!r}"
+            )
+        return value
 
 
 class ColossalAIRunPolicy(ApiModel):
@@ -84,6 +119,28 @@ _SCRIPT_RULE = (
 )
 
 
+# An element of extraArgs: what shlex.quote leaves alone, and spaces (`--name value` in one
+# element). colossalai run writes each option into the workers' shell command line unquoted, so
+# nothing there may be special to a shell. The CRD's `pattern` and the model's check.
+EXTRA_ARG_PATTERN = r"^[A-Za-z0-9_@%+=:,./ -]*$"
+_EXTRA_ARG = re.compile(EXTRA_ARG_PATTERN)
+
+
+def _extra_arg(value: str) -> str:
+    if not _EXTRA_ARG.fullmatch(value):
+        raise ValueError(
+            "a torchrun option may hold only letters, digits, spaces and `_@%+=:,./-`"
+            " (colossalai run writes it into the workers' shell command line unquoted),"
+            f" got {value!r}"
+        )
+    return value
+
+
+_ExtraArg = Annotated[
+    str, Field(json_schema_extra={"pattern": EXTRA_ARG_PATTERN}), AfterValidator(_extra_arg)
+]
+
+
 class TorchConfig(ApiModel):
     """How `colossalai run` starts the training processes on the workers."""
 
@@ -94,6 +151,7 @@ class TorchConfig(ApiModel):
                     "rule": _SCRIPT_RULE,
                     "message": "script must start with a Python file (*.py) or with -m and a"
                     " module name, without spaces or shell characters",
+                    "fieldPath": ".script",
                 }
             ]
         }
@@ -113,12 +171,13 @@ class TorchConfig(ApiModel):
         " [-m, package.module, ...]; run on every worker from the launcher's working"
         " directory.",
     )
-    extra_args: list[str] = Field(
+    extra_args: list[_ExtraArg] = Field(
         default_factory=list,
         max_length=MAX_ARGS,
         description="torchrun options, e.g. [--max_restarts=0]; passed as colossalai run's"
         " `--extra_launch_args max_restarts=0`. Write `--name=value`, `--name value` or"
-        " `--flag`.",
+        " `--flag`, of letters, digits, spaces and `_@%+=:,./-` only (colossalai run writes"
+        " them into the workers' shell command line unquoted).",
     )
 
     @field_validator("script")
@@ -147,11 +206,13 @@ class ColossalAIReplicaSpec(ApiModel):
         " (limit defaults to 0) or a policy name (Always, OnFailure, Never, ExitCode) with"
         " limit 0. Defaults to {policy: OnFailure, limit: 0}.",
     )
-    template: PodTemplate = Field(
+    template: SshPodTemplate = Field(
         default_factory=dict,
         description="The pod template. Workers run sshd in their container named `worker` (else"
         " the first); its command and args are ignored. A launcher template without"
-        " containers gets one derived from the worker container.",
+        " containers gets one derived from the worker container. It may not set hostname or"
+        " subdomain (the operator sets them: the job's headless Service) nor `hostNetwork:"
+        " true` (workers run sshd on port 22).",
     )
 
     def restart_rule(self) -> RestartRule:

@@ -22,12 +22,12 @@ from t9kjobs.models import (
     JobSpec,
     JobStatus,
     Lifecycle,
-    PodTemplate,
     RestartPolicyType,
     RunPolicy,
     SchedulePolicy,
     not_elastic_rule,
 )
+from t9kjobs.models.pod import SshPodTemplate
 
 __all__ = [
     "RUN_RULE",
@@ -150,10 +150,12 @@ class Worker(ApiModel):
         le=MAX_REPLICAS,
         description=f"Number of workers (without elastic), at most {MAX_REPLICAS}. Defaults to 1.",
     )
-    template: PodTemplate = Field(
+    template: SshPodTemplate = Field(
         default_factory=dict,
         description="The workers' pod template; the operator sets restartPolicy Never and the"
-        " training container's command.",
+        " training container's command. It may not set hostname or subdomain (the operator"
+        " sets them: the job's headless Service) nor `hostNetwork: true` (workers run sshd on"
+        " port 22).",
     )
     restart_policy: RestartPolicyType = Field(
         default="OnFailure",

@@ -34,6 +34,7 @@ from t9kjobs.models import (
     check_replica_specs,
     not_elastic_rule,
 )
+from t9kjobs.models.pod import HeadlessPodTemplate
 from t9kjobs.tensorboard import TensorBoardJobStatus, tensorboard_spec_field
 
 __all__ = [
@@ -95,6 +96,12 @@ class PyTorchReplicaSpec(ReplicaSpec):
         default="Never",
         description="Always, OnFailure, Never or ExitCode (retry exit codes 130, 137, 143, 138)."
         " Defaults to Never. Overrides the template's restartPolicy.",
+    )
+    template: HeadlessPodTemplate = Field(
+        default_factory=dict,
+        description="The pod template of this replica type; the operator sets restartPolicy"
+        " Never. It may not set hostname or subdomain (the operator sets them: the job's"
+        " headless Service).",
     )
     scaling_weight: int = Field(
         default=1,

@@ -6,6 +6,8 @@
   operator started while it exists becomes ready, a healthy job beside it succeeds.
 * `replicas: 2147483648` is refused at admission; stored before the bound existed, it fails its
   job without a pod being built.
+* A template that sets the operator's labels (`tensorstack.dev/owner-name` of another job, to
+  join its Service) is refused at admission, naming the field (#40).
 """
 
 from __future__ import annotations
@@ -124,6 +126,20 @@ def test_two_service_ports_80_are_refused_at_admission(
     assert done.returncode != 0 and "each port and protocol may appear only once" in done.stderr, (
         done.stderr
     )
+
+
+def test_a_template_setting_the_operators_labels_is_refused_at_admission(
+    cluster: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    labels = {"tensorstack.dev/owner-name": "victim"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [CONTAINER]}}
+    done = create(cluster, generic_job("thief", namespace, template=template), check=False)
+    assert done.returncode != 0, done.stdout
+    assert "spec.replicaSpecs[0].template.metadata.labels" in done.stderr, done.stderr
+    assert "label key `tensorstack.dev/owner-name` is reserved for the operator" in done.stderr, (
+        done.stderr
+    )
+    assert pods(cluster, namespace) == []
 
 
 def _deep(name: str, namespace: str, depth: int) -> str:

@@ -130,3 +130,39 @@ def test_debug_mode_workers_wait_and_the_launch_command_run_on_worker_0_trains(
         cluster.kubectl("-n", namespace, "get", "dsj", "ds-debug", "-o", "json").stdout
     )
     assert job_now["status"]["phase"] == "Running"  # debug mode: pod exits never finish it
+    _ssh_checks_the_job_host_key(cluster, namespace, "ds-debug")
+
+
+def _sh(cluster: Cluster, namespace: str, pod: str, script: str) -> tuple[int, str]:
+    """Run `script` in the pod: (exit code, stdout and stderr)."""
+    done = cluster.kubectl(
+        "-n", namespace, "exec", pod, "--", "bash", "-c", script, check=False, timeout=120
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _ssh_checks_the_job_host_key(cluster: Cluster, namespace: str, job: str) -> None:
+    """A server that answers for a worker's name with another host key is refused; the job's
+    own sshd is reached; a worker has no client key; sshd forwards nothing (docs/security.md).
+
+    Worker-1 runs a second sshd on port 2222 with a host key of its own, trusting the job's
+    client key like the real one: everything but the host key is right, so only the host key
+    check can refuse it."""
+    worker0, worker1 = f"{job}-worker-0", f"{job}-worker-1"
+    host = f"{worker1}.{job}"
+    code, out = _sh(
+        cluster,
+        namespace,
+        worker1,
+        "ssh-keygen -q -t ed25519 -N '' -f /tmp/impostor && /usr/sbin/sshd -f /dev/null -p 2222"
+        " -h /tmp/impostor -o AuthorizedKeysFile=/root/.ssh/authorized_keys -o StrictModes=no",
+    )
+    assert code == 0, out
+    code, out = _sh(cluster, namespace, worker0, f"ssh -o BatchMode=yes -p 2222 {host} true")
+    assert code != 0 and "Host key verification failed" in out, out
+    code, out = _sh(cluster, namespace, worker0, f"ssh -o BatchMode=yes {host} echo reached")
+    assert code == 0 and "reached" in out, out
+    code, out = _sh(cluster, namespace, worker0, f"ssh -o BatchMode=yes -W {worker0}:22 {host}")
+    assert code != 0 and "prohibited" in out, out
+    code, out = _sh(cluster, namespace, worker1, "ls /root/.ssh")
+    assert code == 0 and sorted(out.split()) == ["authorized_keys", "ssh_host_ed25519_key"], out

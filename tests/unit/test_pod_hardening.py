@@ -29,7 +29,7 @@ def test_a_template_that_says_nothing_gets_no_token_seccomp_and_no_escalation() 
 def test_what_the_template_says_wins() -> None:
     pod = _pod(
         automountServiceAccountToken=True,
-        securityContext={"runAsUser": 1000, "seccompProfile": {"type": "Unconfined"}},
+        securityContext={"runAsUser": 0, "seccompProfile": {"type": "Unconfined"}},
     )
     pod["spec"]["containers"] = [
         {"name": "a", "securityContext": {"allowPrivilegeEscalation": True}},
@@ -38,7 +38,7 @@ def test_what_the_template_says_wins() -> None:
     harden(pod)
     spec = pod["spec"]
     assert spec["automountServiceAccountToken"] is True
-    assert spec["securityContext"] == {"runAsUser": 1000, "seccompProfile": {"type": "Unconfined"}}
+    assert spec["securityContext"] == {"runAsUser": 0, "seccompProfile": {"type": "Unconfined"}}
     assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": True}
     # A privileged container escalates by definition: nothing is added that the API refuses.
     assert spec["containers"][1]["securityContext"] == {"privileged": True}
@@ -61,3 +61,20 @@ def test_every_rendered_pod_is_hardened() -> None:
     for pod in pods:
         assert pod["spec"]["automountServiceAccountToken"] is False
         assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_a_container_of_a_normal_user_drops_every_capability() -> None:
+    pod = _pod(securityContext={"runAsUser": 1000, "runAsNonRoot": True})
+    pod["spec"]["containers"] = [
+        {"name": "user"},
+        {"name": "root", "securityContext": {"runAsUser": 0}},
+        {"name": "asks", "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
+    ]
+    harden(pod)
+    user, root, asks = (c["securityContext"] for c in pod["spec"]["containers"])
+    assert user == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert "capabilities" not in root  # root keeps what the runtime gives it
+    assert asks["capabilities"] == {"add": ["NET_BIND_SERVICE"]}
+    root_pod = _pod()
+    harden(root_pod)
+    assert "capabilities" not in root_pod["spec"]["containers"][0]["securityContext"]

@@ -213,7 +213,11 @@ def test_launcher_derived_from_worker(make_job: Any, manager: PluginManager) -> 
     assert c["env"] == [{"name": "NCCL_DEBUG", "value": "INFO"}]
     assert c["envFrom"] == [{"configMapRef": {"name": "settings"}}]
     # The same user as the workers (and the engine's defaults for what the template leaves).
-    assert c["securityContext"] == {"runAsNonRoot": True, "allowPrivilegeEscalation": False}
+    assert c["securityContext"] == {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert pod["spec"]["securityContext"] == {
         "runAsUser": 1000,
         "seccompProfile": {"type": "RuntimeDefault"},

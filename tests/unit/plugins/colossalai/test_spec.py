@@ -148,7 +148,8 @@ def test_ssh_paths_must_be_absolute(manager: PluginManager) -> None:
     problems = _problems(manager, _manifest(ssh={"authMountPath": ".ssh"}))
     assert len(problems) == 1
     assert problems == [
-        "spec.ssh.authMountPath: must match the pattern `^/.*`, got the string '.ssh'"
+        "spec.ssh.authMountPath: authMountPath must be an absolute path of letters, digits and"
+        " `._+-` between `/`, without `..` (shell scripts hold it as it is), got '.ssh'"
     ]
 
 

@@ -1,0 +1,270 @@
+"""The networkpolicy feature plugin: with the operator's `--network-policy`, a NetworkPolicy per
+job of any kind, owned by the job, selecting its pods and admitting only them (and the peers
+the operator names); nothing at all without it. The operator's options, the settings they
+become and the child kind the controller then watches."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from t9kjobs.cli.main import _parser
+from t9kjobs.controller.operator import Operator, Options
+from t9kjobs.controller.resources import CHILD_RESOURCES
+from t9kjobs.loading import parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.plugins.networkpolicy import plugin as networkpolicy
+from t9kjobs.settings import (
+    NetworkPolicySettings,
+    Settings,
+    configured,
+    current,
+    parse_labels,
+)
+from tests.unit.conftest import NOW, REPO
+from tests.unit.test_planner import Sim
+from tests.unit.tinyjob import tiny_job, tiny_manager
+
+Obj = dict[str, Any]
+ON = Settings(network_policy=NetworkPolicySettings(enabled=True))
+OWNER = {"tensorstack.dev/owner-kind": "GenericJob", "tensorstack.dev/owner-name": "generic-mlp"}
+
+
+@pytest.fixture(autouse=True)
+def settings_restored() -> Iterator[None]:
+    """Every test leaves the process's settings as it found them (off)."""
+    with configured(current()):
+        yield
+
+
+def _example(path: str) -> Obj:
+    doc: Obj = yaml.safe_load((REPO / path).read_text())
+    doc["metadata"].update(namespace="ns", uid="job-uid")
+    return doc
+
+
+def _plan(manager: PluginManager, doc: Obj) -> Plan:
+    """The first reconcile of `doc`."""
+    job = parse_job(copy.deepcopy(doc), manager)
+    return plan(job, Observed({}), NOW, manager.hooks_for(job.kind))
+
+
+def _policies(p: Plan) -> list[Obj]:
+    return [o for o in p.create if o["kind"] == "NetworkPolicy"]
+
+
+def test_off_by_default_no_policy_and_nothing_else_changes(manager: PluginManager) -> None:
+    doc = _example("examples/genericjob/mlp-cpu.yaml")
+    assert current().network_policy.enabled is False
+    off = _plan(manager, doc)
+    assert not _policies(off)
+    with configured(ON):
+        on = _plan(manager, doc)
+    # The policy is all the option adds: the pods and the other children are the same.
+    assert [o for o in on.create if o["kind"] != "NetworkPolicy"] == list(off.create)
+
+
+def test_a_policy_owned_by_the_job_admitting_only_its_own_pods(manager: PluginManager) -> None:
+    with configured(ON):
+        p = _plan(manager, _example("examples/genericjob/mlp-cpu.yaml"))
+    [policy] = _policies(p)
+    assert policy["apiVersion"] == "networking.k8s.io/v1"
+    meta = policy["metadata"]
+    assert (meta["name"], meta["namespace"]) == ("generic-mlp", "ns")
+    assert meta["labels"] == OWNER  # the controller's informer selects children by them
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "GenericJob",
+            "name": "generic-mlp",
+            "uid": "job-uid",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": OWNER},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": OWNER}}]}],
+    }
+    # It selects every pod of the job, and exists before any of them.
+    pods = [o for o in p.create if o["kind"] == "Pod"]
+    assert len(pods) == 3
+    for pod in pods:
+        assert OWNER.items() <= pod["metadata"]["labels"].items()
+    kinds = [o["kind"] for o in p.create]
+    assert kinds.index("NetworkPolicy") < kinds.index("Pod")
+
+
+@pytest.mark.parametrize("example", sorted(REPO.glob("examples/*/mlp-cpu.yaml")), ids=str)
+def test_every_bundled_kind_gets_one(manager: PluginManager, example: Path) -> None:
+    doc = _example(str(example.relative_to(REPO)))
+    with configured(ON):
+        p = _plan(manager, doc)
+    [policy] = _policies(p)
+    labels = {
+        "tensorstack.dev/owner-kind": doc["kind"],
+        "tensorstack.dev/owner-name": doc["metadata"]["name"],
+    }
+    assert policy["spec"]["podSelector"] == {"matchLabels": labels}
+    for pod in (o for o in p.create if o["kind"] == "Pod"):
+        assert labels.items() <= pod["metadata"]["labels"].items()
+
+
+def test_a_third_party_kind_gets_one_too() -> None:
+    manager = tiny_manager()
+    manager.register(networkpolicy, "networkpolicy")
+    with configured(ON):
+        p = _plan(manager, tiny_job())
+    [policy] = _policies(p)
+    assert policy["spec"]["podSelector"] == {
+        "matchLabels": {
+            "tensorstack.dev/owner-kind": "TinyJob",
+            "tensorstack.dev/owner-name": "tiny",
+        }
+    }
+
+
+def test_the_peers_the_operator_admits() -> None:
+    settings = NetworkPolicySettings.of(
+        True, ["monitoring,team-tools", "monitoring"], ["app=notebook,tier=ui", "role=tb"]
+    )
+    assert settings.allow_namespaces == ("monitoring", "team-tools")
+    manager = tiny_manager()
+    job = parse_job(tiny_job(), manager)
+    peers = networkpolicy.network_policy(job, settings)["spec"]["ingress"][0]["from"]
+    own = {"tensorstack.dev/owner-kind": "TinyJob", "tensorstack.dev/owner-name": "tiny"}
+    assert peers == [
+        {"podSelector": {"matchLabels": own}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-tools"}}},
+        {"podSelector": {"matchLabels": {"app": "notebook", "tier": "ui"}}},
+        {"podSelector": {"matchLabels": {"role": "tb"}}},
+    ]
+
+
+def test_a_policy_whose_peers_changed_is_updated_not_recreated() -> None:
+    manager = tiny_manager()
+    manager.register(networkpolicy, "networkpolicy")
+    sim = Sim(tiny_job(), manager)
+    with configured(ON):
+        first = sim.step()
+        assert len(_policies(first)) == 1
+        assert not _policies(sim.step())  # it exists: nothing to do
+    wider = NetworkPolicySettings.of(True, ["monitoring"])
+    with configured(Settings(network_policy=wider)):
+        p = sim.step()
+    [updated] = [o for o in p.update if o["kind"] == "NetworkPolicy"]
+    assert len(updated["spec"]["ingress"][0]["from"]) == 2
+    assert not _policies(p) and not p.delete
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "pods", "wrong"),
+    [
+        (["Team_A"], [], "'Team_A' is not a namespace name"),
+        (["a" * 64], [], "is not a namespace name"),
+        ([], ["app"], "'app' is not KEY=VALUE"),
+        ([], ["=x"], "'' is not a label key"),
+        ([], ["app=no spaces"], "'no spaces' (label app) is not a label value"),
+        ([], ["-bad/app=x"], "'-bad/app' is not a label key"),
+    ],
+)
+def test_bad_peers_are_refused_before_any_policy_is_made(
+    namespaces: list[str], pods: list[str], wrong: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(wrong)):
+        NetworkPolicySettings.of(True, namespaces, pods)
+
+
+def test_labels_parse_sorted_and_deduplicated() -> None:
+    assert parse_labels("b=2, a=1,example.com/role=tb,a=1") == (
+        ("a", "1"),
+        ("b", "2"),
+        ("example.com/role", "tb"),
+    )
+    assert parse_labels("empty=") == (("empty", ""),)
+
+
+def _operator_args(*argv: str) -> Any:
+    return _parser().parse_args(["operator", *argv])
+
+
+def test_the_operators_options() -> None:
+    args = _operator_args()
+    assert (args.network_policy, args.network_policy_allow_namespace) == (False, [])
+    args = _operator_args(
+        "--network-policy",
+        "--network-policy-allow-namespace=monitoring,tools",
+        "--network-policy-allow-namespace",
+        "other",
+        "--network-policy-allow-pods=app=notebook,tier=ui",
+    )
+    assert args.network_policy is True
+    assert args.network_policy_allow_namespace == ["monitoring", "tools", "other"]
+    assert args.network_policy_allow_pods == [(("app", "notebook"), ("tier", "ui"))]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--network-policy-allow-namespace=Bad_Name"],
+        ["--network-policy-allow-pods=app"],
+    ],
+)
+def test_a_bad_peer_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _operator_args("--network-policy", *argv)
+    assert exit_.value.code == 2
+    assert "operator: error: argument --network-policy-allow-" in capsys.readouterr().err
+
+
+def test_peers_without_the_option_are_refused(
+    manager: PluginManager, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _operator_args("--network-policy-allow-namespace=monitoring")
+    assert args.func(args, manager) == 2
+    assert "need --network-policy" in capsys.readouterr().err
+
+
+def _operator(tmp_path: Path, manager: PluginManager, settings: NetworkPolicySettings) -> Operator:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return Operator(Options(kubeconfig=str(kubeconfig), network_policy=settings), manager)
+
+
+@pytest.mark.parametrize("enabled", [False, True], ids=["off", "on"])
+def test_the_operator_watches_network_policies_only_with_the_option(
+    enabled: bool, tmp_path: Path, manager: PluginManager
+) -> None:
+    settings = NetworkPolicySettings(enabled=enabled, allow_namespaces=("monitoring",))
+    op = _operator(tmp_path, manager, settings)
+    try:
+        # The plugin reads what the operator was started with.
+        assert current().network_policy == settings
+        assert ("NetworkPolicy" in op.child_resources) is enabled
+        assert set(op.child_resources) - {"NetworkPolicy"} == set(CHILD_RESOURCES) - {
+            "NetworkPolicy"
+        }
+    finally:
+        op.queue.shutdown()
+        op.events.close()
+        op.creator.shutdown()
