@@ -21,12 +21,13 @@ from t9kjobs.plugins.colossalai.pods import (
     build_pods,
     hostfile_name,
     launcher_command,
+    launcher_template,
     worker_command,
     worker_hosts,
 )
 from t9kjobs.plugins.colossalai.spec import LAUNCHER, WORKER, ColossalAIJobSpec
 from t9kjobs.ssh import ssh_secret
-from t9kjobs.validation import run_mode_problems
+from t9kjobs.validation import run_mode_problems, ssh_user_problems
 
 __all__ = [
     "KIND",
@@ -132,6 +133,10 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
         problems += _template_problems(spec, i, rs.type, reserved)
     problems += _working_dir_problem(spec)
     problems += run_mode_problems(spec.run_mode, (LAUNCHER, WORKER))
+    for i, rs in enumerate(spec.replica_specs):
+        template = launcher_template(spec) if rs.type == LAUNCHER else rs.template
+        where = f"spec.replicaSpecs[{i}].template"
+        problems += ssh_user_problems(template, where, spec.ssh.port)
     try:  # options read in pairs: beyond what a CEL rule can say
         torchrun_options(spec.torch_config.extra_args)
     except ValueError as exc:
@@ -156,7 +161,7 @@ def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str]:
 def t9kjobs_build_objects(job: Job) -> list[Obj]:
     spec = job.spec_as(ColossalAIJobSpec)
     return [
-        ssh_secret(job, spec.ssh.auth_mount_path),
+        ssh_secret(job, spec.ssh.auth_mount_path, spec.ssh.port),
         config_map(job, hostfile_name(job), {HOSTFILE_KEY: hostfile(worker_hosts(job, spec))}),
         headless_service(job),
     ]

@@ -32,7 +32,6 @@ from t9kjobs.plugins.colossalai.spec import (
 )
 from t9kjobs.ssh import (
     KNOWN_HOSTS,
-    SSH_PORT,
     host_key_alias,
     mount_ssh,
     start_sshd_script,
@@ -135,7 +134,11 @@ def _mount_hostfile(pod: Obj, job: Job, container: str) -> None:
 
 def worker_command(spec: ColossalAIJobSpec) -> list[str]:
     """sshd in the foreground, trusting the job's key: a worker's whole program."""
-    return ["/bin/bash", "-c", start_sshd_script(spec.ssh.sshd_path, spec.ssh.auth_mount_path)]
+    return [
+        "/bin/bash",
+        "-c",
+        start_sshd_script(spec.ssh.sshd_path, spec.ssh.auth_mount_path, spec.ssh.port),
+    ]
 
 
 def launcher_command(job: Job, spec: ColossalAIJobSpec) -> list[str]:
@@ -146,9 +149,9 @@ def launcher_command(job: Job, spec: ColossalAIJobSpec) -> list[str]:
         proc_per_worker=spec.torch_config.proc_per_worker,
         extra_args=spec.torch_config.extra_args,
         script=spec.torch_config.script,
-        ssh_port=SSH_PORT,
+        ssh_port=spec.ssh.port,
     )
-    wait = wait_for_sshd_script(hosts, spec.ssh.auth_mount_path)
+    wait = wait_for_sshd_script(hosts, spec.ssh.auth_mount_path, port=spec.ssh.port)
     known_hosts = f"{spec.ssh.auth_mount_path.rstrip('/')}/{KNOWN_HOSTS}"
     script = launcher_script(
         wait, argv, len(hosts), known_hosts=known_hosts, alias=host_key_alias(job)

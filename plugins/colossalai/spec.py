@@ -10,7 +10,7 @@ every replica's restarts are bounded by its own limit, as the API reference's de
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
@@ -37,6 +37,13 @@ from t9kjobs.models import (
     SchedulePolicy,
 )
 from t9kjobs.models.pod import SshPodTemplate
+from t9kjobs.models.ssh import (
+    SAFE_PATH_PATTERN,
+    SAFE_PATH_SAID,
+    safe_path_field,
+    safe_path_problem,
+    ssh_port_field,
+)
 from t9kjobs.plugins.colossalai.launch import script_problem
 
 __all__ = [
@@ -54,48 +61,31 @@ __all__ = [
 LAUNCHER = "launcher"
 WORKER = "worker"
 
-# A path segment other than `..`: letters, digits and `._+-`, none of them special to a shell.
-_SEGMENT = (
-    r"([A-Za-z0-9_+-][A-Za-z0-9._+-]*|[.]([A-Za-z0-9_+-][A-Za-z0-9._+-]*)?|[.][.][A-Za-z0-9._+-]+)"
-)
-# An absolute path that a shell script or an ssh config may hold as it is: `/` and segments (no
-# `..`, no space, no shell character), then an optional `/`. The CRD's `pattern` (RE2, at the
-# API server) and the model's check (Python) are this one expression.
-SAFE_PATH_PATTERN = rf"^(/{_SEGMENT})+/?$"
-_SAFE_PATH = re.compile(SAFE_PATH_PATTERN)
-_SAFE_PATH_SAID = "an absolute path of letters, digits and `._+-` between `/`, without `..`"
-
-
-def _path_field(default: str, description: str) -> Any:
-    return Field(
-        default=default, json_schema_extra={"pattern": SAFE_PATH_PATTERN}, description=description
-    )
-
 
 class SSHConfig(ApiModel):
     """How the workers run sshd and where the job's SSH key is mounted."""
 
-    auth_mount_path: str = _path_field(
+    auth_mount_path: str = safe_path_field(
         "/root/.ssh",
         "Directory where the job's SSH key pair, authorized_keys and ssh config are mounted in"
         " the launcher and the workers; it should be the home `.ssh` directory of the user the"
-        f" containers run as, and {_SAFE_PATH_SAID} (shell scripts hold it as it is). Defaults"
+        f" containers run as, and {SAFE_PATH_SAID} (shell scripts hold it as it is). Defaults"
         " to /root/.ssh.",
     )
-    sshd_path: str = _path_field(
+    sshd_path: str = safe_path_field(
         "/usr/sbin/sshd",
-        f"The sshd executable in the worker image: {_SAFE_PATH_SAID} (shell scripts hold it as"
+        f"The sshd executable in the worker image: {SAFE_PATH_SAID} (shell scripts hold it as"
         " it is). Defaults to /usr/sbin/sshd.",
     )
+    port: int = ssh_port_field()
 
     @field_validator("auth_mount_path", "sshd_path")
     @classmethod
     def _safe_path(cls, value: str, info: ValidationInfo) -> str:
-        if not _SAFE_PATH.fullmatch(value):
-            field = "authMountPath" if info.field_name == "auth_mount_path" else "sshdPath"
-            raise ValueError(
-                f"{field} must be {_SAFE_PATH_SAID} (shell scripts hold it as it is), got {value!r}"
-            )
+        field = "authMountPath" if info.field_name == "auth_mount_path" else "sshdPath"
+        problem = safe_path_problem(field, value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 

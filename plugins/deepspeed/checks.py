@@ -13,10 +13,17 @@ import re
 
 from t9kjobs.kinds import Problem
 from t9kjobs.objects import Obj
-from t9kjobs.plugins.deepspeed.launch import ENV_FILE, HOSTFILE_PATH, REPLICA_TYPE, SSH_DIR
+from t9kjobs.plugins.deepspeed.launch import (
+    ENV_FILE,
+    HOSTFILE_PATH,
+    REPLICA_TYPE,
+    SSH_DIR,
+    env_file_path,
+    ssh_dir,
+)
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
 from t9kjobs.ssh import SSH_VOLUME
-from t9kjobs.validation import run_mode_problems
+from t9kjobs.validation import run_mode_problems, ssh_user_problems
 
 __all__ = [
     "DEEPSPEED_OPTIONS",
@@ -27,6 +34,7 @@ __all__ = [
     "other_args_problems",
 ]
 
+# With the default spec.ssh; a job's own are `_reserved_paths(spec)`.
 RESERVED_PATHS = (SSH_DIR, HOSTFILE_PATH, ENV_FILE)
 HOSTFILE_VOLUME = "t9k-hostfile"
 # The volumes the operator adds to every worker (t9k-ssh is t9kjobs.ssh's Secret volume).
@@ -132,9 +140,13 @@ def other_args_problems(spec: DeepSpeedJobSpec) -> list[Problem]:
     return problems
 
 
-def _reserved(mount_path: str) -> str | None:
+def _reserved_paths(spec: DeepSpeedJobSpec) -> tuple[str, ...]:
+    return (ssh_dir(spec), HOSTFILE_PATH, env_file_path(spec))
+
+
+def _reserved(spec: DeepSpeedJobSpec, mount_path: str) -> str | None:
     path = posixpath.normpath(mount_path) if mount_path else ""
-    for reserved in RESERVED_PATHS:
+    for reserved in _reserved_paths(spec):
         if path == reserved or path.startswith(reserved + "/"):
             return reserved
     return None
@@ -155,7 +167,7 @@ def _container_problems(spec: DeepSpeedJobSpec, container: Obj) -> list[Problem]
         if container.get(key)
     ]
     for j, mount in enumerate(container.get("volumeMounts") or []):
-        reserved = _reserved(str(mount.get("mountPath", "")))
+        reserved = _reserved(spec, str(mount.get("mountPath", "")))
         if reserved is not None:
             problems.append(
                 Problem(
@@ -165,13 +177,14 @@ def _container_problems(spec: DeepSpeedJobSpec, container: Obj) -> list[Problem]
             )
     if spec.disable_custom_env:
         return problems
+    env_file = env_file_path(spec)
     for j, env in enumerate(container.get("env") or []):
         name = str(env.get("name", ""))
         if not _SHELL_NAME.match(name):
             problems.append(
                 Problem(
                     f"{base}.env[{j}]",
-                    f"{name!r} is not a shell variable name, so {ENV_FILE} cannot carry it to"
+                    f"{name!r} is not a shell variable name, so {env_file} cannot carry it to"
                     " the training processes; rename it or set spec.disableCustomEnv",
                 )
             )
@@ -179,7 +192,7 @@ def _container_problems(spec: DeepSpeedJobSpec, container: Obj) -> list[Problem]
             problems.append(
                 Problem(
                     f"{base}.env[{j}]",
-                    f"the value of {name} holds a newline; {ENV_FILE} has one VAR=VAL a line:"
+                    f"the value of {name} holds a newline; {env_file} has one VAR=VAL a line:"
                     " remove the newline or set spec.disableCustomEnv",
                 )
             )
@@ -187,7 +200,7 @@ def _container_problems(spec: DeepSpeedJobSpec, container: Obj) -> list[Problem]
         problems.append(
             Problem(
                 f"{base}.envFrom",
-                f"variables from envFrom are not written to {ENV_FILE}: only the entrypoint"
+                f"variables from envFrom are not written to {env_file}: only the entrypoint"
                 " of each worker sees them, not the training processes",
                 severity="warning",
             )
@@ -262,4 +275,5 @@ def deepspeed_problems(spec: DeepSpeedJobSpec) -> list[Problem]:
         problems += _custom_command_warnings(spec)
     problems += _elastic_problems(spec)
     problems += run_mode_problems(spec.run_mode, {REPLICA_TYPE})
+    problems += ssh_user_problems(spec.worker.template, "spec.worker.template", spec.ssh.port)
     return problems

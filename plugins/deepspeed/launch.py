@@ -23,11 +23,13 @@ __all__ = [
     "SSHD_WAIT_SECONDS",
     "SSH_DIR",
     "deepspeed_argv",
+    "env_file_path",
     "env_file_script",
     "env_names",
     "hostfile_text",
     "launcher_command",
     "slots_per_worker",
+    "ssh_dir",
     "sshd_command",
     "user_container",
     "worker0_debug_command",
@@ -37,7 +39,7 @@ __all__ = [
 _PACKAGE = "t9kjobs.plugins.deepspeed"
 REPLICA_TYPE = "worker"
 HOSTFILE_PATH = "/t9k/hostfile"
-SSH_DIR = "/root/.ssh"
+SSH_DIR = "/root/.ssh"  # the default of spec.ssh.authMountPath
 # DeepSpeed reads `.deepspeed_env` from the launching user's home (then from the working
 # directory); the launcher runs as root, whose home holds the job's ssh config too.
 ENV_FILE = "/root/.deepspeed_env"
@@ -112,6 +114,17 @@ def env_names(container: Obj | None) -> list[str]:
     return names
 
 
+def ssh_dir(spec: DeepSpeedJobSpec) -> str:
+    """Where the job's SSH files are mounted: `spec.ssh.authMountPath`, /root/.ssh unless set."""
+    return spec.ssh.auth_mount_path.rstrip("/")
+
+
+def env_file_path(spec: DeepSpeedJobSpec) -> str:
+    """`.deepspeed_env` in the user's home (the folder of `ssh.authMountPath`): /root's unless
+    the pods run as another user, where DeepSpeed's launcher reads it from (`~`)."""
+    return f"{spec.ssh.home.rstrip('/')}/.deepspeed_env"
+
+
 def env_file_script(names: list[str], path: str = ENV_FILE) -> str:
     """Shell that writes `path` (`VAR=VAL` a line) from the pod's environment at start-up.
 
@@ -127,12 +140,16 @@ def _env_file(spec: DeepSpeedJobSpec, container: Obj | None) -> str:
     names = env_names(container)
     if spec.disable_custom_env or not names:
         return ""
-    return env_file_script(names).rstrip("\n")
+    return env_file_script(names, env_file_path(spec)).rstrip("\n")
 
 
-def sshd_command() -> list[str]:
+def _sshd(spec: DeepSpeedJobSpec) -> str:
+    return start_sshd_script(mount_path=ssh_dir(spec), port=spec.ssh.port)
+
+
+def sshd_command(spec: DeepSpeedJobSpec) -> list[str]:
     """What every worker but worker-0 runs: sshd in the foreground with the job's key."""
-    return ["/bin/bash", "-c", start_sshd_script(mount_path=SSH_DIR)]
+    return ["/bin/bash", "-c", _sshd(spec)]
 
 
 def launcher_command(job: Job, spec: DeepSpeedJobSpec, container: Obj | None) -> list[str]:
@@ -149,9 +166,9 @@ def launcher_command(job: Job, spec: DeepSpeedJobSpec, container: Obj | None) ->
     script = render_template(
         _PACKAGE,
         "launcher.sh.j2",
-        start_sshd=shlex.quote(start_sshd_script(mount_path=SSH_DIR)),
+        start_sshd=shlex.quote(_sshd(spec)),
         wait_for_sshd=wait_for_sshd_script(
-            hosts, mount_path=SSH_DIR, timeout=SSHD_WAIT_SECONDS
+            hosts, mount_path=ssh_dir(spec), timeout=SSHD_WAIT_SECONDS, port=spec.ssh.port
         ).rstrip("\n"),
         env_file=_env_file(spec, container),
         workers=len(hosts),
@@ -166,7 +183,7 @@ def worker0_debug_command(spec: DeepSpeedJobSpec, container: Obj | None) -> list
         _PACKAGE,
         "debug_worker0.sh.j2",
         env_file=_env_file(spec, container),
-        start_sshd=start_sshd_script(mount_path=SSH_DIR).rstrip("\n"),
+        start_sshd=_sshd(spec).rstrip("\n"),
         hostfile=HOSTFILE_PATH,
     )
     return ["/bin/bash", "-c", script]

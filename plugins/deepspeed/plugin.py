@@ -27,10 +27,10 @@ from t9kjobs.plugins.deepspeed.checks import HOSTFILE_VOLUME, deepspeed_problems
 from t9kjobs.plugins.deepspeed.launch import (
     HOSTFILE_PATH,
     REPLICA_TYPE,
-    SSH_DIR,
     hostfile_text,
     launcher_command,
     slots_per_worker,
+    ssh_dir,
     sshd_command,
     user_container,
     worker0_debug_command,
@@ -124,7 +124,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
         launcher = index == 0
         if name is not None:
             # Every worker serves ssh; worker-0 also launches, the only one with the client key.
-            mount_ssh(manifest, job, [name], SSH_DIR, server=True, client=launcher)
+            mount_ssh(manifest, job, [name], ssh_dir(spec), server=True, client=launcher)
         _mount_hostfile(manifest, job, name)
         if launcher and container is not None:
             # Makes the worker count part of worker-0's spec in every run mode.
@@ -137,7 +137,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
                 manifest=manifest,
                 training_container=name,
                 debug_command=(
-                    worker0_debug_command(spec, written) if launcher else sshd_command()
+                    worker0_debug_command(spec, written) if launcher else sshd_command(spec)
                 ),
                 recreate_on_change=launcher,
                 # sshd-only workers never exit: they end with worker-0, whatever the policy.
@@ -149,9 +149,9 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
 
 @hookimpl
 def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str]:
-    if pod.index != 0:
-        return sshd_command()
     spec = job.spec_as(DeepSpeedJobSpec)
+    if pod.index != 0:
+        return sshd_command(spec)
     return launcher_command(job, spec, user_container(spec))
 
 
@@ -161,7 +161,7 @@ def t9kjobs_build_objects(job: Job) -> list[Obj]:
     hosts = worker_hosts(job, spec.worker_count())
     text = hostfile_text(hosts, slots_per_worker(spec))
     return [
-        ssh_secret(job, SSH_DIR),
+        ssh_secret(job, ssh_dir(spec), spec.ssh.port),
         config_map(job, _hostfile_name(job), {_HOSTFILE_KEY: text}),
         headless_service(job),
     ]

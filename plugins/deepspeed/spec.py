@@ -28,6 +28,7 @@ from t9kjobs.models import (
     not_elastic_rule,
 )
 from t9kjobs.models.pod import SshPodTemplate
+from t9kjobs.models.ssh import SshSettings
 
 __all__ = [
     "RUN_RULE",
@@ -202,6 +203,13 @@ class DeepSpeedJobSpec(JobSpec):
         " only reaches the container's entrypoint.",
     )
     worker: Worker = Field(description="The worker replicas.")
+    ssh: SshSettings = Field(
+        default_factory=SshSettings,
+        description="Where the job's SSH keys are mounted and the port its sshd listen on (not"
+        " in the API reference: an extension of t9k-jobs, for pods that run as a normal user;"
+        " the defaults, /root/.ssh and 22, are the reference's behaviour). The env file is"
+        " written to `.deepspeed_env` in the folder that holds authMountPath (the user's home).",
+    )
 
     def lifecycle(self) -> Lifecycle:
         """The shared settings; an elastic job runs with as few as minReplicas workers."""

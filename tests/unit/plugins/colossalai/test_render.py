@@ -202,7 +202,8 @@ def test_launcher_mounts_hostfile_and_runs_colossalai(
 def test_launcher_derived_from_worker(make_job: Any, manager: PluginManager) -> None:
     doc = _no_launcher()
     worker = doc["spec"]["replicaSpecs"][0]["template"]["spec"]
-    worker["securityContext"] = {"runAsUser": 1000}
+    worker["securityContext"] = {"runAsUser": 1000, "fsGroup": 1000}
+    doc["spec"]["ssh"] = {"authMountPath": "/home/ml/.ssh", "port": 2222}
     worker["containers"][0]["securityContext"] = {"runAsNonRoot": True}
     worker["containers"][0]["envFrom"] = [{"configMapRef": {"name": "settings"}}]
     pod = by_name(render(make_job, manager, doc))["colossalai-example-launcher"]
@@ -220,6 +221,7 @@ def test_launcher_derived_from_worker(make_job: Any, manager: PluginManager) -> 
     }
     assert pod["spec"]["securityContext"] == {
         "runAsUser": 1000,
+        "fsGroup": 1000,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
     assert "resources" not in c
