@@ -21,12 +21,19 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # derived image installs plugins into it with its own pip.
 RUN python3 -m venv /opt/t9kjobs
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY core core
 COPY plugins plugins
-# Not editable: the runtime stage has no source tree. pip compiles the bytecode here, so
-# nothing is written at run time.
-RUN /opt/t9kjobs/bin/pip install --no-cache-dir ${PIP_CERT:+--cert "$PIP_CERT"} . \
+# The dependencies first: the closure requirements.lock pins, each file checked against the
+# hash it gives (--require-hashes: pip refuses any other file, and any package not in the
+# lock); setuptools, the build backend, is one of them. Then the project itself with nothing
+# more from the index (--no-index, --no-deps, --no-build-isolation), and `pip check` that the
+# lock satisfies it. Not editable: the runtime stage has no source tree. pip compiles the
+# bytecode here, so nothing is written at run time.
+RUN /opt/t9kjobs/bin/pip install --no-cache-dir ${PIP_CERT:+--cert "$PIP_CERT"} \
+        --require-hashes -r requirements.lock \
+    && /opt/t9kjobs/bin/pip install --no-cache-dir --no-index --no-deps --no-build-isolation . \
+    && /opt/t9kjobs/bin/pip check \
     && /opt/t9kjobs/bin/t9kjobs plugins
 
 FROM python

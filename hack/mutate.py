@@ -78,6 +78,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "core/planner/*.py": _CORE_TESTS,
     "core/validation.py": _CORE_TESTS,
     "core/kinds.py": _CORE_TESTS,
+    "core/ssh.py": _CORE_TESTS,
     "plugins/*/spec.py": ("tests/unit/plugins/{plugin}", "tests/unit/test_crds.py"),
     "plugins/*/*.py": ("tests/unit/plugins/{plugin}",),
 }

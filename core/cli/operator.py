@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from t9kjobs.manager import PluginManager
+from t9kjobs.settings import NetworkPolicySettings, parse_labels
 
 __all__ = ["add_operator_parser"]
 
@@ -16,6 +17,15 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
     from t9kjobs.controller.operator import Operator, Options
     from t9kjobs.controller.startup import StartupError
 
+    if not args.network_policy and (
+        args.network_policy_allow_namespace or args.network_policy_allow_pods
+    ):
+        print(
+            "t9kjobs operator: --network-policy-allow-namespace and --network-policy-allow-pods"
+            " need --network-policy",
+            file=sys.stderr,
+        )
+        return 2
     configure_logging(args.log_level, args.log_format)
     namespaces = [n for value in args.namespace for n in value.split(",") if n]
     options = Options(
@@ -36,12 +46,34 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        network_policy=NetworkPolicySettings(
+            args.network_policy,
+            tuple(sorted(set(args.network_policy_allow_namespace))),
+            tuple(sorted(set(args.network_policy_allow_pods))),
+        ),
     )
     try:
         return Operator(options, manager).run()
     except StartupError as exc:
         print(f"t9kjobs operator: {exc}", file=sys.stderr)
         return 2
+
+
+def _namespaces(value: str) -> list[str]:
+    """`a,b`: namespace names (argparse's type: a bad one is a usage error)."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    try:
+        NetworkPolicySettings(allow_namespaces=tuple(names))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
+def _pod_labels(value: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return parse_labels(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,6 +146,30 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         action="store_true",
         help="also post the Events that say only what a job's status says (PodsCreated for its"
         " first pods, Succeeded); off by default: a request a job each",
+    )
+    p.add_argument(
+        "--network-policy",
+        action="store_true",
+        help="give each job a NetworkPolicy that admits only its own pods (and the peers"
+        " below); off by default: it needs a network plugin that enforces NetworkPolicies",
+    )
+    p.add_argument(
+        "--network-policy-allow-namespace",
+        action="extend",
+        type=_namespaces,
+        default=[],
+        metavar="NS",
+        help="with --network-policy: every pod of this namespace may connect to every job's"
+        " pods too (repeatable, or comma-separated)",
+    )
+    p.add_argument(
+        "--network-policy-allow-pods",
+        action="append",
+        type=_pod_labels,
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="with --network-policy: pods of a job's own namespace with all these labels may"
+        " connect to its pods too (repeatable: one selector each)",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

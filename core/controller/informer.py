@@ -17,6 +17,13 @@ A watch is bounded: the server ends it after `timeoutSeconds` (jittered, so info
 all come back at once), and the client gives up when no byte came for a few seconds longer,
 with TCP keepalive under it. A stream that died without a word (an API server frozen, or gone
 with its host) is replaced in under a minute, from the last resourceVersion.
+
+A resource read for its metadata alone (`Resource.metadata_only`: Secrets) is listed and
+watched as PartialObjectMetadata, so a Secret's data never reaches the operator; every object
+is given its resource's kind and apiVersion back before a store or a handler sees it. And a
+store keeps every object as its slimmer trims it, on every `put` (whoever puts it: an informer,
+or the reconciler with the answer to a write), so a Secret's data that comes some other way
+(the answer to its creation) is never kept either (`t9kjobs.controller.slimming`).
 """
 
 from __future__ import annotations
@@ -84,7 +91,7 @@ class Store:
     A removed object leaves a tombstone (its last resourceVersion) for a while: an API answer
     that arrives after the watch reported the deletion (a DELETE's own response, say) must not
     bring the object back. Objects are kept as `slim` trims them (`t9kjobs.controller.slimming`;
-    by default, without managedFields).
+    by default, without managedFields, and a Secret without its data), on every `put`.
     """
 
     TOMBSTONE_SECONDS = 300.0
@@ -284,12 +291,12 @@ class Informer:
                     "continue": token,
                 },
                 timeout=120,
+                accept=self.resource.list_accept,
             )
             for item in answer.get("items") or []:
-                # List items carry no kind; the handlers want complete objects.
-                item.setdefault("kind", self.resource.kind)
-                item.setdefault("apiVersion", self.resource.api_version)
-                items.append(self.store.slim(item))
+                # List items carry no kind (a metadata list's, PartialObjectMetadata); the
+                # handlers want objects of the resource's kind.
+                items.append(self.store.slim(self.resource.typed(item)))
             page = answer.get("metadata") or {}
             token = page.get("continue") or None
             if token is None:
@@ -314,8 +321,11 @@ class Informer:
         }
         log.debug("watching %s from %s for %ds", self.name, self._rv, seconds)
         events = 0
+        # The Accept header only when it is not the default: the stand-ins of tests take none.
+        accept = self.resource.watch_accept
+        extra = {"accept": accept} if accept != "application/json" else {}
         for event in self.transport.stream(
-            self.resource.path(self.namespace), query, timeout=seconds + self._read_slack
+            self.resource.path(self.namespace), query, timeout=seconds + self._read_slack, **extra
         ):
             events += 1
             kind = event.get("type")
@@ -328,6 +338,8 @@ class Informer:
                 self._rv = rv
             if kind == "BOOKMARK":
                 continue
+            if self.resource.metadata_only:
+                self.resource.typed(obj)
             try:
                 if kind == "DELETED":
                     self.store.remove(*Store.key(obj), last=obj)

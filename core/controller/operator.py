@@ -34,7 +34,12 @@ from t9kjobs.controller.informer import Informer, Store
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.reconciler import JobKey, Reconciler
-from t9kjobs.controller.resources import CHILD_RESOURCES, Resource, job_resource
+from t9kjobs.controller.resources import (
+    CHILD_RESOURCES,
+    OPTIONAL_CHILD_KINDS,
+    Resource,
+    job_resource,
+)
 from t9kjobs.controller.slimming import slimmer
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
 from t9kjobs.controller.threads import Supervisor
@@ -44,6 +49,7 @@ from t9kjobs.controller.workqueue import WorkQueue
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP, FINISHED_PHASES
 from t9kjobs.objects import LABEL_OWNER_KIND
+from t9kjobs.settings import NetworkPolicySettings, Settings, configure
 
 __all__ = ["Operator", "Options"]
 
@@ -89,6 +95,9 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    # A NetworkPolicy per job (the networkpolicy feature plugin; off: clusters whose network
+    # plugin does not enforce NetworkPolicies ignore them, and it is a request per job).
+    network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
 
 
 ACTIVE_COUNTS = ("creating", "pending", "running", "unknown")
@@ -117,6 +126,16 @@ class Operator:
         `options.kubeconfig`, see `load_configuration`)."""
         self.options = options
         self.manager = manager
+        # What feature plugins read (t9kjobs.settings), set before any job is planned; and the
+        # child kinds to watch: an optional one only when its option is on, so that without
+        # it the operator needs no right on it.
+        configure(Settings(network_policy=options.network_policy))
+        optional = {"NetworkPolicy"} if options.network_policy.enabled else set()
+        self.child_resources = {
+            kind: resource
+            for kind, resource in CHILD_RESOURCES.items()
+            if kind not in OPTIONAL_CHILD_KINDS or kind in optional
+        }
         self.metrics = Metrics()
         cfg = cfg or configuration(options.kubeconfig)
         self.server = str(cfg.host)
@@ -157,7 +176,7 @@ class Operator:
             self.job_resources,
             self.job_stores,
             self.child_stores,
-            frozenset(CHILD_RESOURCES),
+            frozenset(self.child_resources),
             self.events,
             self.creator,
             routine_events=options.routine_events,
@@ -185,7 +204,7 @@ class Operator:
         }
         absent = frozenset(
             kind
-            for kind, resource in CHILD_RESOURCES.items()
+            for kind, resource in self.child_resources.items()
             if resource.group and kind not in self._served(resource.api_version)
         )
         return kinds, absent
@@ -276,7 +295,7 @@ class Operator:
                 Informer(self.transport, resource, self._on_job, namespace=ns, store=store)
                 for ns in namespaces
             ]
-        for kind, resource in CHILD_RESOURCES.items():
+        for kind, resource in self.child_resources.items():
             if kind in absent or kind in child_stores:
                 continue
             store = child_stores[kind] = Store(slimmer(kind))

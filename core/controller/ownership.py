@@ -7,7 +7,8 @@ to be the same (job `a` with replica type `b-c`, job `a-b` with type `c`): it is
 its controller ownerReference carries this job's uid. Anything else is a conflict: remembered
 per job, shown in the job's condition and a Warning Event (the planner's part), and looked at
 again on each reconcile until the name is free. Objects are looked up with a list by name:
-the operator's role lists children, it never gets them one by one.
+the operator's role lists children, it never gets them one by one. A Secret is looked up as
+its metadata alone (`Resource.metadata_only`): an owner is all this reads.
 """
 
 from __future__ import annotations
@@ -45,14 +46,15 @@ class NameConflicts:
         """The object of that kind and name, if any."""
         resource = CHILD_RESOURCES[kind]
         answer = self.transport.request(
-            "GET", resource.path(namespace), query={"fieldSelector": f"metadata.name={name}"}
+            "GET",
+            resource.path(namespace),
+            query={"fieldSelector": f"metadata.name={name}"},
+            accept=resource.list_accept,
         )
         items = answer.get("items") or []
         if not items:
             return None
-        found: Obj = items[0]
-        found.setdefault("kind", kind)
-        found.setdefault("apiVersion", resource.api_version)
+        found: Obj = resource.typed(items[0])
         return found
 
     def still_held(self, key: JobKey, uid: str, stores: Mapping[str, Store]) -> Held:

@@ -11,6 +11,15 @@ their spec-hash annotation, never by their spec, and never writes a cached pod b
 change is deleted and created anew from the job). Other kinds keep their spec: a Service or a
 PodGroup is compared with the one the job wants.
 
+A Secret keeps its metadata alone (and its kind and apiVersion): no `data`, `stringData` or
+anything else of it. Nothing reads a cached Secret but for its name, labels and owner (the SSH
+Secret is created with its key material and never rewritten), and key material has no business
+in a cache that lives as long as the process. The Secret informers ask for metadata only
+(`t9kjobs.controller.resources`), but a store gets Secrets from elsewhere too: the answer to a
+creation (the whole Secret, keys included), a lookup by name, a deletion's answer. Every `put`
+trims, so none of them keeps the data; the trim drops it from the object it is given too
+(in place), and applies to any object of kind Secret, whatever store it goes to.
+
 Then every string of the kept object is interned: the JSON decoder gives each object its own
 copies of the keys, label values, namespace, owner kind and apiVersion that thousands of
 objects share. On the benchmark's jobs, slimming took a job's cache (its 4 pods and Service)
@@ -61,7 +70,23 @@ def _slim_pod(pod: Obj) -> Obj:
     return pod
 
 
+_SECRET_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def _metadata_only(obj: Obj) -> Obj:
+    """`obj` without anything but its kind, apiVersion and metadata (changed in place)."""
+    for key in [k for k in obj if k not in _SECRET_FIELDS]:
+        del obj[key]
+    return _without_managed_fields(obj)
+
+
 def slimmer(kind: str) -> Callable[[Obj], Obj]:
-    """How a store of `kind` trims an object before keeping it: what it keeps, interned."""
-    trim = _slim_pod if kind == "Pod" else _without_managed_fields
-    return lambda obj: _interned(trim(obj))
+    """How a store of `kind` trims an object before keeping it: what it keeps, interned. An
+    object of kind Secret keeps its metadata only, in a store of any kind."""
+    trim = {"Pod": _slim_pod, "Secret": _metadata_only}.get(kind, _without_managed_fields)
+
+    def slim(obj: Obj) -> Obj:
+        kept: Obj = _interned((_metadata_only if obj.get("kind") == "Secret" else trim)(obj))
+        return kept
+
+    return slim

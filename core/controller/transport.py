@@ -338,15 +338,23 @@ class Transport:
             raise ApiError(response.status, decoded)
         return decoded if isinstance(decoded, dict) else {}
 
-    def stream(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[Obj]:
+    def stream(
+        self, path: str, query: dict[str, Any], timeout: float, accept: str = "application/json"
+    ) -> Iterator[Obj]:
         """A watch: one decoded event per line until the server closes it, or until no byte
-        came for `timeout` seconds (a stream that died without a word)."""
-        for line in self.lines(path, query, timeout, verb="WATCH"):
+        came for `timeout` seconds (a stream that died without a word). `accept` may ask for
+        another form of the objects (PartialObjectMetadata: `t9kjobs.controller.resources`)."""
+        for line in self.lines(path, query, timeout, verb="WATCH", accept=accept):
             if line.strip():
                 yield loads(line)
 
     def lines(
-        self, path: str, query: dict[str, Any], timeout: float, verb: str = "GET"
+        self,
+        path: str,
+        query: dict[str, Any],
+        timeout: float,
+        verb: str = "GET",
+        accept: str = "application/json",
     ) -> Iterator[bytes]:
         """The answer's lines as they arrive (a watch, a followed log), without their newline;
         a last line without one too; `timeout` bounds each wait for a byte. ApiError for a
@@ -357,7 +365,7 @@ class Transport:
             query,
             None,
             verb,
-            headers=self._headers(None),
+            headers=self._headers(None, accept),
             timeout=urllib3.Timeout(connect=10.0, read=timeout),
             preload_content=False,
         )

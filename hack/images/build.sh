@@ -7,8 +7,9 @@
 #
 # How (docs/images.md):
 #   1. a Debian bookworm minbase root filesystem from debootstrap, as a tarball, once per
-#      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE); slim as Debian's own
-#      bookworm-slim (no docs, manual pages or translations; apt deletes downloaded .debs);
+#      inputs (suite, variant, mirror, this script's ROOTFS_RECIPE), its Release file checked
+#      against Debian's archive keyring; slim as Debian's own bookworm-slim (no docs, manual
+#      pages or translations; apt deletes downloaded .debs);
 #   2. imported into buildah's storage as the base image localhost/t9kjobs-base:<hash>;
 #   3. `buildah bud` of hack/images/<name>/Containerfile (or, for a folder with a `context`
 #      file, the Dockerfile of the build context it names) with BASE=<that image>, chroot
@@ -17,8 +18,10 @@
 #   4. `buildah push` to ${T9KJOBS_CACHE:-~/.cache/t9kjobs}/images/<name>-<hash>.oci.tar, where
 #      <hash> covers the image's folder (or the files its context's .dockerignore allows), the
 #      base and this script's IMAGE_RECIPE. A later call with the same inputs finds the archive
-#      and builds nothing.
-# Needs root (debootstrap, chroot); installs buildah, debootstrap and gcc when missing.
+#      and builds nothing. The build's output is kept beside it, <name>-<hash>.build.log.
+# What is pinned and what is not (the Debian packages: the mirror's current bookworm, unless
+# T9KJOBS_DEBIAN_MIRROR names a snapshot): docs/images.md, "What is pinned".
+# Needs root (debootstrap, chroot); installs buildah, debootstrap, the keyring and gcc when missing.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,7 +31,12 @@ STORE="$OUT/buildah" # buildah's storage: the base image (built images are remov
 
 SUITE=bookworm
 VARIANT=minbase
+# A snapshot pins every Debian package of every image to one moment of the archive:
+#   T9KJOBS_DEBIAN_MIRROR=http://snapshot.debian.org/archive/debian/20260711T000000Z
 MIRROR="${T9KJOBS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# debootstrap checks the suite's Release file against it (and the packages against that file),
+# and fails rather than skip the check.
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 # Versions of the recipes in this script, part of the cache keys: bump ROOTFS_RECIPE when the
 # root filesystem's making below changes, IMAGE_RECIPE when the way an image is built does
 # (editing this script otherwise rebuilds nothing).
@@ -39,8 +47,8 @@ log() { printf '[images] %s\n' "$*" >&2; }
 die() { printf '[images] ERROR: %s\n' "$*" >&2; exit 1; }
 
 [[ $(id -u) == 0 ]] || die "building images needs root (debootstrap, buildah's chroot isolation)"
-"$HERE/../debian-packages.sh" buildah debootstrap gcc libc6-dev ||
-	die "could not install buildah, debootstrap and gcc"
+"$HERE/../debian-packages.sh" buildah debootstrap debian-archive-keyring gpgv gcc libc6-dev ||
+	die "could not install buildah, debootstrap, Debian's archive keyring and gcc"
 
 names=("$@")
 if ((${#names[@]} == 0)); then
@@ -117,8 +125,12 @@ if ((${#todo[@]} > 0)); then
 		t0=$SECONDS
 		dir=$(mktemp -d "$OUT/.rootfs.XXXXXX")
 		trap 'rm -rf "$dir"' EXIT
-		debootstrap --variant="$VARIANT" "$SUITE" "$dir/fs" "$MIRROR" >"$dir/debootstrap.log" 2>&1 ||
+		debootstrap --keyring="$KEYRING" --variant="$VARIANT" "$SUITE" "$dir/fs" "$MIRROR" \
+			>"$dir/debootstrap.log" 2>&1 ||
 			{ tail -n 20 "$dir/debootstrap.log" >&2; die "debootstrap failed"; }
+		grep -q "^I: Valid Release signature" "$dir/debootstrap.log" ||
+			{ tail -n 20 "$dir/debootstrap.log" >&2; die "debootstrap did not check the Release signature"; }
+		log "$(grep -h '^Version:\|^Date:' "$dir"/fs/var/lib/apt/lists/*_Release | tr '\n' ' ')"
 		# What a container runtime provides at run time, and what no image should carry.
 		rm -rf "$dir"/fs/var/cache/apt/archives/*.deb "$dir"/fs/var/lib/apt/lists/* \
 			"$dir/fs/etc/resolv.conf" "$dir/fs/etc/hostname"
@@ -206,9 +218,12 @@ if ((${#todo[@]} > 0)); then
 					buildah_ rmi "$old" >/dev/null || true
 				done
 			fi
-			# --force-rm: a failed build leaves no container behind in the storage.
-			buildah_ bud --isolation chroot --layers=false --pull=never --force-rm -q \
-				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctxfile" "$ctxdir" >/dev/null
+			# --force-rm: a failed build leaves no container behind in the storage. Its output
+			# (every step, and what it ran) is kept beside the archive.
+			buildah_ bud --isolation chroot --layers=false --pull=never --force-rm \
+				--build-arg BASE="$BASE_REF" "$@" -t "$ref" -f "$ctxfile" "$ctxdir" \
+				>"${archive%.oci.tar}.build.log" 2>&1 ||
+				{ tail -n 40 "${archive%.oci.tar}.build.log" >&2; die "building $ref failed (${archive%.oci.tar}.build.log)"; }
 			rm -f "$archive.tmp"
 			buildah_ push -q "$ref" "oci-archive:$archive.tmp:$ref"
 			buildah_ rmi "$ref" >/dev/null
@@ -226,9 +241,9 @@ for old in "$OUT"/rootfs-*.tar; do
 	[[ ! -e "$old" || "$old" == "$ROOTFS" ]] || rm -f "$old"
 done
 for name in "${names[@]}"; do
-	for old in "$OUT/$name"-*.oci.tar; do
+	for old in "$OUT/$name"-*.oci.tar "$OUT/$name"-*.build.log; do
 		[[ -e "$old" ]] || continue
-		printf '%s\n' "${results[@]}" | grep -qF " $old" || rm -f "$old"
+		printf '%s\n' "${results[@]}" | grep -qF " ${old%.build.log}" || rm -f "$old"
 	done
 done
 printf '%s\n' "${results[@]}"

@@ -84,8 +84,31 @@ check "deepspeed --help, colossalai run --help, torchrun --help" \
 CHECK_SHOW="rcmd"
 check "sshd -t; pdsh has the ssh rcmd module" \
 	'/usr/sbin/sshd -t && pdsh -V 2>&1 | tee /dev/stderr | grep -q "rcmd modules:.*ssh"'
-check "torch is Debian's, no nvidia-* from PyPI; no compiler, apt lists, .debs or pip cache; apt sources at deb.debian.org" \
-	'python3 -c "import torch; assert torch.__file__.startswith(\"/usr/lib/python3/dist-packages/\"), torch.__file__" && ! python3 -m pip list 2>/dev/null | grep -i "^nvidia" && ! command -v gcc && ! command -v c++ && test -z "$(ls /var/lib/apt/lists /var/cache/apt/archives/*.deb 2>/dev/null | grep -v -e lock -e partial -e :$)" && ! test -e /root/.cache/pip && grep -q "^deb http://deb.debian.org/debian bookworm main" /etc/apt/sources.list'
+mirror="${T9KJOBS_DEBIAN_MIRROR:-http://deb.debian.org/debian}" # build.sh's
+check "torch is Debian's, no nvidia-* from PyPI; no compiler, apt lists, .debs or pip cache; apt sources at $mirror" \
+	'python3 -c "import torch; assert torch.__file__.startswith(\"/usr/lib/python3/dist-packages/\"), torch.__file__" && ! python3 -m pip list 2>/dev/null | grep -i "^nvidia" && ! command -v gcc && ! command -v c++ && test -z "$(ls /var/lib/apt/lists /var/cache/apt/archives/*.deb 2>/dev/null | grep -v -e lock -e partial -e :$)" && ! test -e /root/.cache/pip && grep -qxF "deb '"$mirror"' bookworm main" /etc/apt/sources.list'
+CHECK_SHOW="^sshd as trainer"
+check "user trainer (1000:1000; its home, an empty ~/.ssh 0700): its own sshd on port 2222, no root, lets it in by key" \
+	'test "$(id trainer)" = "uid=1000(trainer) gid=1000(trainer) groups=1000(trainer)"
+test "$(stat -c "%U:%G %a" /home/trainer /home/trainer/.ssh | tr "\n" " ")" = "trainer:trainer 755 trainer:trainer 700 "
+test -z "$(ls -A /home/trainer/.ssh)"
+cat >/tmp/nonroot.sh <<"END"
+set -euo pipefail
+cd && test "$(id -u)" = 1000 && test -w ~
+trap "rm -rf ~/.ssh/* ~/.sshd" EXIT
+mkdir ~/.sshd
+ssh-keygen -q -t ed25519 -N "" -f ~/.sshd/host_key
+ssh-keygen -q -t ed25519 -N "" -f ~/.ssh/id_ed25519
+cp ~/.ssh/id_ed25519.pub ~/.ssh/authorized_keys
+/usr/sbin/sshd -f /dev/null -h ~/.sshd/host_key -o ListenAddress=127.0.0.1 -p 2222 \
+  -o PidFile=$HOME/.sshd/pid -o UsePAM=no -o PasswordAuthentication=no
+echo "sshd as trainer: its process runs as $(ps -o user= -p "$(cat ~/.sshd/pid)")"
+ssh -p 2222 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+  -o LogLevel=ERROR 127.0.0.1 "echo sshd as trainer: logged in as \$(id -un) in \$PWD"
+kill "$(cat ~/.sshd/pid)"
+END
+setpriv --reuid=1000 --regid=1000 --init-groups env HOME=/home/trainer USER=trainer bash /tmp/nonroot.sh
+test -z "$(ls -A /home/trainer/.ssh)"'
 CHECK_SHOW="all_reduce"
 check "plain torchrun --standalone --nproc_per_node=2: gloo all_reduce (the image's torch patch)" \
 	"$allreduce"'torchrun --standalone --nproc_per_node=2 /tmp/allreduce.py'

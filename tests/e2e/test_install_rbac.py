@@ -33,7 +33,7 @@ import yaml
 from t9kjobs.testing.process import ServerProcess
 from t9kjobs.testing.simulation import simulate, without_claims
 from tests.e2e.operator import REPO
-from tests.unit.test_chart import CHART, install_tool, render_chart
+from tests.unit.test_chart import CHART, CLUSTER_WIDE, install_tool, render_chart
 from tests.unit.test_dockerfile import build_context
 
 Obj = dict[str, Any]
@@ -162,7 +162,7 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         " (make cluster-down) and let the tests start it, or start it with T9KJOBS_AUDIT=1"
     )
     namespace = create_namespace(cluster, "t9k-system")
-    objects = render_chart(install_tool("helm"), namespace=namespace)
+    objects = render_chart(install_tool("helm"), CLUSTER_WIDE, namespace=namespace)
     created_crds: list[str] = []
     try:
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))

@@ -38,6 +38,10 @@ def install_tool(name: str) -> Path:
     return Path(out.strip())
 
 
+# The chart installs only once told what to serve: every namespace, here (unless a test says).
+CLUSTER_WIDE = {"clusterWide": True}
+
+
 def render_chart(
     helm: Path, values: Obj | None = None, namespace: str = NAMESPACE, release: str = RELEASE
 ) -> list[Obj]:
@@ -60,7 +64,7 @@ def helm() -> Path:
 
 @pytest.fixture(scope="module")
 def render(helm: Path) -> Callable[..., list[Obj]]:
-    return lambda values=None: render_chart(helm, values)
+    return lambda values=None: render_chart(helm, {**CLUSTER_WIDE, **(values or {})})
 
 
 def by_kind(objects: list[Obj], kind: str) -> list[Obj]:
@@ -86,7 +90,10 @@ def operator_args(objects: list[Obj]) -> Any:
 
 def test_helm_lint_strict_passes(helm: Path) -> None:
     proc = subprocess.run(
-        [str(helm), "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False
+        [str(helm), "lint", "--strict", str(CHART), "--set", "clusterWide=true"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 chart(s) failed" in proc.stdout
@@ -282,3 +289,20 @@ def test_api_server_address_overrides_the_in_cluster_default(
         "KUBERNETES_SERVICE_HOST": "10.244.0.1",
         "KUBERNETES_SERVICE_PORT": "6443",
     }
+
+
+def test_the_chart_refuses_to_install_until_told_what_to_serve(helm: Path) -> None:
+    """Namespace-scoped installs are what the chart steers to: with neither watchNamespaces
+    nor clusterWide it says so, and fails."""
+    proc = subprocess.run(
+        [str(helm), "template", RELEASE, str(CHART), "--namespace", NAMESPACE],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "choose what the operator serves: watchNamespaces=" in proc.stderr
+    assert "clusterWide=true" in proc.stderr
+    scoped = render_chart(helm, {"watchNamespaces": ["team-a"]})
+    assert {o["kind"] for o in scoped} >= {"Deployment", "RoleBinding"}
+    assert not [o for o in scoped if o["kind"] == "ClusterRoleBinding"]

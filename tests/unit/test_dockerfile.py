@@ -3,7 +3,7 @@
 hadolint (installed from PyPI by `hack/install-tools.sh`) checks the general rules; the tests
 below check ours: the final stage runs `t9kjobs operator` as the non-root user the chart
 expects, writes no bytecode at run time, and the build context holds exactly what
-`pip install .` reads. tests/e2e/test_install_rbac.py runs the operator installed the way the
+`pip install .` reads and the lock of its dependencies. tests/e2e/test_install_rbac.py runs the operator installed the way the
 Dockerfile installs it, on a read-only root filesystem.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from t9kjobs.cli.main import _parser
 from tests.unit.conftest import REPO
-from tests.unit.test_chart import install_tool, render_chart
+from tests.unit.test_chart import CLUSTER_WIDE, install_tool, render_chart
 
 __all__ = ["build_context"]
 
@@ -117,7 +117,7 @@ def test_final_stage_runs_the_operator_as_the_charts_non_root_user() -> None:
     user = values(final, "USER")[-1]
     uid, _, gid = user.partition(":")
     assert uid.isdigit() and gid.isdigit() and int(uid) != 0 and int(gid) != 0, user
-    objects = render_chart(install_tool("helm"))
+    objects = render_chart(install_tool("helm"), CLUSTER_WIDE)
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     pod_security = deployment["spec"]["template"]["spec"]["securityContext"]
     assert (pod_security["runAsUser"], pod_security["runAsGroup"]) == (int(uid), int(gid))
@@ -141,9 +141,10 @@ def test_nothing_is_written_at_run_time() -> None:
 
 
 def test_build_context_is_what_pip_install_reads() -> None:
-    """The context is an allow-list (.dockerignore), and it holds what the build copies."""
+    """The context is an allow-list (.dockerignore), and it holds what the build copies: what
+    `pip install .` reads, and the lock of the dependencies (tests/unit/test_image_pins.py)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    needed = {"pyproject.toml", project["project"]["readme"]}
+    needed = {"pyproject.toml", project["project"]["readme"], "requirements.lock"}
     needed |= set(project["tool"]["setuptools"]["package-dir"].values())
     patterns = [
         line.strip()

@@ -12,7 +12,7 @@ from t9kjobs.kinds import KindInfo
 from t9kjobs.manager import ENTRY_POINT_GROUP, PluginError, PluginManager, load_plugins
 from tests.unit.tinyjob import KIND, TinyJobSpec, TinyPlugin
 
-BUNDLED = {"colossalai", "deepspeed", "generic", "pytorch", "scheduling"}
+BUNDLED = {"colossalai", "deepspeed", "generic", "networkpolicy", "pytorch", "scheduling"}
 
 
 def install_third_party_plugin(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,19 +7,26 @@
 # process: every mount they make (rootfs overlays, volumes, network namespaces) lives and dies
 # there; /run, /var/lib and /var/log are private tmpfs there (CNI caches, shim sockets, runc
 # state, /var/log/containers); the /proc/sys files they write are bind-mounted copies; the
-# iptables/nftables binaries are /bin/false. Pods sit on a bridge of ours with an address on
-# it and no default route, no masquerade and no forwarding out (the host's ip_forward is
-# never touched). What the host does see: the bridge and the pods' veths (removed by down.sh),
-# and a cgroup tree for the pods under our own cgroups (removed by down.sh).
+# iptables/nftables binaries are /bin/false. The holder holds a network namespace of the node
+# too: the pods' bridge and their host-side veths live there (the CNI bridge plugin runs in it,
+# through a wrapper), and so does the NetworkPolicy engine when it runs (network-policies.sh),
+# whose rules never reach the host's firewall. The host sees one veth of it, $NODE_BRIDGE, with
+# the node's address: the pods' gateway (kubelet, CoreDNS, the API server's proxy, all in the
+# host's network namespace). No default route, no masquerade and no forwarding out (the host's
+# ip_forward is never touched). What the host does see: that veth (removed by down.sh), and a
+# cgroup tree for the pods under our own cgroups (removed by down.sh).
 # shellcheck shell=bash
 
 NODE_NAME=t9kjobs-node-0
-NODE_BRIDGE=t9kjobs0
+NODE_BRIDGE=t9kjobs0          # the host's end of the veth to the node's network namespace
+NODE_NS_BRIDGE=t9kjobs-br0    # the pods' bridge, in the node's network namespace
+NODE_NS_UPLINK=t9kjobs-up     # the node's end of that veth, a port of the pods' bridge
 NODE_SUBNET=10.244.0.0/24
-# NODE_IP (common.sh), the bridge's address: kubelet, CoreDNS and the API server's way to the pods
-NODE_BRIDGE_MAC=02:74:39:6b:00:01 # locally administered, fixed (see the bridge below)
+# NODE_IP (common.sh), $NODE_BRIDGE's address: kubelet, CoreDNS and the API server's way to the pods
+NODE_BRIDGE_MAC=02:74:39:6b:00:01 # locally administered, fixed (see the network below)
+NODE_NS_BRIDGE_MAC=02:74:39:6b:00:02
 N="$D/node"
-# The sysctls kubelet (setupKernelTunables) and the CNI bridge plugin (isGateway) write.
+# The sysctls kubelet (setupKernelTunables) writes, and the CNI bridge plugin would with isGateway.
 NODE_SYSCTLS=(net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/panic
 	kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 
@@ -60,20 +67,13 @@ EOF
 sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
 sign kubelet-serving "/CN=$NODE_NAME" serverAuth "IP:$NODE_IP,DNS:$NODE_NAME"
 sign coredns "/CN=t9kjobs-coredns" clientAuth
+# The NetworkPolicy engine, should it be started (network-policies.sh; its RBAC below).
+sign kube-network-policies "/CN=t9kjobs-kube-network-policies" clientAuth
 kubeconfig "$D/kubelet.kubeconfig" kubelet
 kubeconfig "$D/coredns.kubeconfig" coredns
+kubeconfig "$D/kube-network-policies.kubeconfig" kube-network-policies
 
-# ---------------------------------------------------------------- network and cgroups
-# The bridge exists before kubelet starts: its address is the node's InternalIP.
-# Its MAC address is set, never left to the kernel: a bridge with a random one takes the lowest
-# MAC of its ports, so it changed whenever a pod's veth came or went, and the pods that had
-# learnt the old one lost every packet to the gateway (CoreDNS) until their ARP entry expired:
-# "Temporary failure in name resolution" for tens of seconds, e.g. in DeepSpeed's ssh check.
-ip link add "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC" type bridge
-ip addr add "$NODE_IP/${NODE_SUBNET#*/}" dev "$NODE_BRIDGE"
-ip link set "$NODE_BRIDGE" up
-echo "$NODE_BRIDGE" >"$N/bridge"
-
+# ---------------------------------------------------------------- cgroups
 # Pods' cgroups go under our own (cgroup v1, cgroupfs driver): kubelet's cgroupRoot is a child
 # of this shell's memory cgroup, created in every hierarchy kubelet uses. down.sh removes what
 # is listed in $N/cgroups, deepest first.
@@ -97,12 +97,42 @@ for hier in /sys/fs/cgroup/*/; do
 	done
 done
 
-# ---------------------------------------------------------------- the private mount namespace
-# The holder is a shell that sleeps until SIGTERM (its command line names $D, as down.sh wants).
-start node-mounts unshare --mount --propagation private -- \
+# ---------------------------------------------------------------- the node's namespaces
+# The holder is a shell that sleeps until SIGTERM (its command line names $D, as down.sh wants),
+# in a private mount namespace and in a network namespace of its own.
+start node-mounts unshare --mount --net --propagation private -- \
 	bash -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep infinity & wait $!' t9kjobs-node-ns "$D"
 NS_PID=$(cat "$D/pids/node-mounts.pid")
 IN_NS=(nsenter --mount="/proc/$NS_PID/ns/mnt" --)
+IN_NODE_NET=(nsenter --net="/proc/$NS_PID/ns/net" --)
+[[ $(readlink "/proc/$NS_PID/ns/net") != "$(readlink /proc/self/ns/net)" ]] ||
+	cluster_die "the node's holder did not get a network namespace of its own"
+
+# ---------------------------------------------------------------- network
+# The pods' bridge is in the node's network namespace, joined to the host by a veth whose host
+# end, $NODE_BRIDGE, has the node's address (its InternalIP, the pods' gateway and DNS): kubelet,
+# CoreDNS and the API server's proxy serve the pods from the host's network namespace as on any
+# node, while every packet between pods crosses the node's namespace only, where the
+# NetworkPolicy engine sees it (network-policies.sh). It exists before kubelet starts.
+# The gateway's MAC address is set, never left to the kernel: when the gateway was a bridge with
+# a random one, it took the lowest MAC of its ports, so it changed whenever a pod's veth came
+# or went, and the pods that had learnt the old one lost every packet to the gateway (CoreDNS)
+# until their ARP entry expired: "Temporary failure in name resolution" for tens of seconds,
+# e.g. in DeepSpeed's ssh check. The pods' bridge gets a fixed one too.
+ip link add "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC" type veth peer name "$NODE_NS_UPLINK" netns "$NS_PID"
+echo "$NODE_BRIDGE" >"$N/bridge"
+ip addr add "$NODE_IP/${NODE_SUBNET#*/}" dev "$NODE_BRIDGE"
+ip link set "$NODE_BRIDGE" up
+"${IN_NODE_NET[@]}" ip link set lo up
+"${IN_NODE_NET[@]}" ip link add "$NODE_NS_BRIDGE" address "$NODE_NS_BRIDGE_MAC" type bridge
+"${IN_NODE_NET[@]}" ip link set "$NODE_NS_UPLINK" master "$NODE_NS_BRIDGE" up
+"${IN_NODE_NET[@]}" ip link set "$NODE_NS_BRIDGE" up
+# The CNI bridge plugin, run in the node's network namespace, so that the host end of each
+# pod's veth is there, on the pods' bridge. containerd runs it from the node's mount namespace.
+mkdir -p "$N/cni/bin"
+printf '#!/bin/sh\nexec nsenter --net=/proc/%s/ns/net -- /usr/lib/cni/bridge "$@"\n' "$NS_PID" \
+	>"$N/cni/bin/t9kjobs-bridge"
+chmod 755 "$N/cni/bin/t9kjobs-bridge"
 for f in "${NODE_SYSCTLS[@]}"; do
 	mkdir -p "$N/sysctl/$(dirname "$f")"
 	cat "/proc/sys/$f" >"$N/sysctl/$f"
@@ -130,9 +160,9 @@ cat >"$N/cni/net.d/10-t9kjobs.conflist" <<EOF
   "name": "t9kjobs",
   "plugins": [
     {
-      "type": "bridge",
-      "bridge": "$NODE_BRIDGE",
-      "isGateway": true,
+      "type": "t9kjobs-bridge",
+      "bridge": "$NODE_NS_BRIDGE",
+      "isGateway": false,
       "isDefaultGateway": false,
       "ipMasq": false,
       "hairpinMode": true,
@@ -183,7 +213,7 @@ disabled_plugins = [
         BinaryName = "/usr/sbin/runc"
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"]
+    bin_dirs = ["$N/cni/bin", "/usr/lib/cni"]
     conf_dir = "$N/cni/net.d"
     max_conf_num = 1
 
@@ -305,6 +335,29 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "t9kjobs:coredns"}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: t9kjobs-coredns}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: t9kjobs:kube-network-policies
+rules:
+- apiGroups: [""]
+  resources: [pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [list, watch]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: t9kjobs:kube-network-policies
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "t9kjobs:kube-network-policies"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: t9kjobs-kube-network-policies}
 EOF
 start coredns "$NODE_BIN/coredns" -conf "$N/Corefile"
 # The API server for pods. With no kube-proxy nothing routes the `kubernetes` Service's
@@ -323,3 +376,8 @@ node_ready() {
 	[[ $out == "True " ]]
 }
 wait_for "node $NODE_NAME Ready and untainted" kubelet node_ready
+
+# The NetworkPolicy engine, when asked for (docs/cluster.md): built once, cached.
+if [[ ${T9KJOBS_NETWORK_POLICIES:-} == 1 ]]; then
+	"$CLUSTER_HACK_DIR/node/network-policies.sh" start
+fi

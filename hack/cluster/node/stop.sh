@@ -1,7 +1,8 @@
-# Stop the real node and undo what node/start.sh did to the host: containers, shims,
-# containerd, kubelet, CoreDNS, the mount namespace (its mounts and the pods' network namespaces
-# die with it), the pods' cgroups, the bridge. Sourced by down.sh before the control plane
-# stops; uses its variables (D) and functions (stop). Safe to run on a half-started node.
+# Stop the real node and undo what node/start.sh did to the host: the NetworkPolicy engine,
+# containers, shims, containerd, kubelet, CoreDNS, the node's namespaces (their mounts, the pods'
+# network namespaces and the pods' bridge die with them), the pods' cgroups, the host's veth to
+# the node. Sourced by down.sh before the control plane stops; uses its variables (D) and
+# functions (stop). Safe to run on a half-started node.
 # shellcheck shell=bash
 
 N="$D/node"
@@ -27,6 +28,9 @@ if [[ -f "$N/cgroup-root" ]]; then
 	done
 fi
 
+# network-policies.sh's engine (in the node's namespaces too), then its way to the API server
+stop kube-network-policies
+stop kube-network-policies-apiserver
 stop kubelet
 # Containers first (their processes sit in the pods' cgroups), then their shims, which live
 # in the node's mount namespace like containerd.
@@ -69,7 +73,9 @@ if [[ -f "$N/cgroups" ]]; then
 fi
 if [[ -f "$N/bridge" ]]; then
 	bridge=$(cat "$N/bridge")
-	# the pods' veths go with their network namespaces; a straggler goes with the bridge
+	# The host's end of the veth to the node's network namespace (it goes with that namespace
+	# too). A node started before the pods' bridge moved there had it on the host, with the
+	# pods' veths: a straggler goes with it.
 	for v in $(ip -o link show master "$bridge" 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
 		ip link del "$v" 2>/dev/null || true
 	done

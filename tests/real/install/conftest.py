@@ -125,6 +125,7 @@ def release(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Releas
     repository, _, tag = image.rpartition(":")
     values = [
         f"--set=image.repository={repository}",
+        "--set=clusterWide=true",  # the test's jobs are in namespaces of their own
         f"--set=image.tag={tag}",
         f"--set=apiServer.host={cluster.env['NODE_APISERVER_HOST']}",
         f"--set=apiServer.port={cluster.env['NODE_APISERVER_PORT']}",

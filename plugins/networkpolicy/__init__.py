@@ -1,0 +1,1 @@
+"""A NetworkPolicy per job that admits only the job's own pods (an operator option)."""
