@@ -206,3 +206,28 @@ def test_the_wait_uses_the_job_config_quotes_hosts_and_fails_fast_on_a_foreign_h
     odd = wait_for_sshd_script(["x; rm -rf /"], "/root/.ssh")
     _bash_parses(odd)
     assert "for host in 'x; rm -rf /'; do" in odd
+
+
+def test_the_defaults_are_root_both_roles_and_mounting_twice_keeps_one_volume() -> None:
+    pod = _pod()
+    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    mount_ssh(pod, _job(), ["main"])
+    mount_ssh(pod, _job(), ["main"])  # a plugin that mounts again replaces, never adds
+    volumes = pod["spec"]["volumes"]
+    assert [v["name"] for v in volumes] == ["data", "t9k-ssh"]
+    files = {item["path"] for item in volumes[1]["secret"]["items"]}
+    assert files == {
+        "authorized_keys",
+        "ssh_host_ed25519_key",
+        "id_ed25519",
+        "known_hosts",
+        "config",
+    }
+    mounts = pod["spec"]["containers"][0]["volumeMounts"]
+    assert mounts == [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "t9k-ssh", "mountPath": "/root/.ssh", "readOnly": True},
+    ]
+    assert "ssh -F /root/.ssh/config " in wait_for_sshd_script(["a.ds"])
+    assert "ssh -F /home/u/.ssh/config " in wait_for_sshd_script(["a.ds"], "/home/u/.ssh/")
