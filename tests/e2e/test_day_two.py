@@ -220,7 +220,8 @@ def test_kubectl_plugin_form(cluster: Cluster, jobs: str) -> None:
     assert out.stdout.splitlines()[0] == "Name:       steady"
     version = t9kjobs(cluster, "--version", prog="kubectl")
     assert version.stdout.startswith("t9kjobs 0.1.0 ")
-    assert "  generic     t9k-jobs 0.1.0  bundled  GenericJob" in version.stdout.splitlines()
+    rows = [line.split() for line in version.stdout.splitlines()]
+    assert ["generic", "t9k-jobs", "0.1.0", "bundled", "GenericJob"] in rows, version.stdout
     refused = t9kjobs(cluster, "logs", "gj/none", "-n", jobs, prog="kubectl")
     assert refused.stderr.startswith("kubectl t9k: GenericJob/none not found")
 
