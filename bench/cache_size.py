@@ -14,19 +14,18 @@ import json
 import tracemalloc
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from bench.workload import ours_job
-from t9kjobs.controller.decoding import loads
-from t9kjobs.controller.informer import Store
-from t9kjobs.controller.slimming import slimmer
+from t9kjobs.kube.decoding import loads
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.slimming import slimmer
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import load_plugins
 from t9kjobs.render import render_job
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["main"]
 
-Obj = dict[str, Any]
 STAMP = "2026-01-01T00:00:00Z"
 
 

@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from bench.cluster import Cluster
-from t9kjobs.controller.transport import Transport, load_configuration
 from t9kjobs.crds import crd_for
+from t9kjobs.kube.transport import Transport, load_configuration
 from t9kjobs.manager import load_plugins
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -14,19 +14,18 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster import Cluster
 from bench.workload import kubeflow_job, ours_job
-from t9kjobs.controller.resources import Resource
-from t9kjobs.testing.crds import install_crds
-from t9kjobs.testing.process import ServerProcess, free_port, http_get, operator_command
+from t9kjobs.kube.resources import Resource
+from t9kjobs.testing.harness.crds import install_crds
+from t9kjobs.testing.harness.process import ServerProcess, free_port, http_get, operator_command
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["KubeflowOperator", "OperatorUnderTest", "OurOperator"]
 
-Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -12,15 +12,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from t9kjobs.controller.informer import Informer
-from t9kjobs.controller.resources import Resource
-from t9kjobs.controller.transport import Transport
+from t9kjobs.kube.informer import Informer
+from t9kjobs.kube.resources import Resource
+from t9kjobs.kube.transport import Transport
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["POD", "Recorder", "Timeline"]
 
-Obj = dict[str, Any]
 POD = Resource("", "v1", "pods", "Pod")
 
 

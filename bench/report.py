@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.recorder import Timeline
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["markdown_table", "percentile", "plot_pods", "status_writes", "timeline_figures"]
 
-Obj = dict[str, Any]
 NONE = "-"  # a table cell without a value
 
 

@@ -19,18 +19,17 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OurOperator
 from bench.procstat import cpu_seconds
 from bench.scale import build_tools, log
 from bench.workload import NAMESPACE, kubeflow_job, ours_job, raw_pods
-from t9kjobs.controller.transport import Transport, load_configuration
+from t9kjobs.kube.transport import Transport, load_configuration
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["main"]
 
-Obj = dict[str, Any]
 WORKERS = 16
 
 

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OperatorUnderTest, OurOperator
@@ -36,11 +35,11 @@ from bench.recorder import Recorder
 from bench.report import markdown_table, plot_pods, status_writes, timeline_figures
 from bench.workload import NAMESPACE, post_items, raw_pods
 from t9kjobs.controller.operator import Options
-from t9kjobs.controller.transport import ApiError, Transport, load_configuration
+from t9kjobs.kube.transport import ApiError, Transport, load_configuration
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["main"]
 
-Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("raw", "ours", "to-default", "to-qps")
 NODES = 4  # hack/cluster's default number of fake nodes

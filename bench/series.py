@@ -22,10 +22,9 @@ from typing import Any, NamedTuple
 
 from bench import scale
 from bench.report import NONE
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["main"]
-
-Obj = dict[str, Any]
 
 
 def _load(path: Path) -> Obj | None:

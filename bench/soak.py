@@ -17,17 +17,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from bench.cluster import Cluster
 from bench.operators import OurOperator, scrape
 from bench.scale import log, wait_for
 from bench.workload import NAMESPACE
-from t9kjobs.controller.transport import ApiError, Transport, load_configuration
+from t9kjobs.kube.transport import ApiError, Transport, load_configuration
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["main"]
 
-Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 JOBS = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{NAMESPACE}/pytorchtrainingjobs"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"

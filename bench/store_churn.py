@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from t9kjobs.controller.informer import Store
-from t9kjobs.controller.slimming import slimmer
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.slimming import slimmer
 
 __all__ = ["main", "removal_microseconds"]
 

@@ -8,12 +8,11 @@ requests on deletions the other does not make.
 
 from __future__ import annotations
 
-from typing import Any
-
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import load_plugins
 from t9kjobs.render import render_job
-from t9kjobs.testing.simulation import simulate
+from t9kjobs.testing.harness.simulation import simulate
+from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "NAMESPACE",
@@ -23,7 +22,6 @@ __all__ = [
     "raw_pods",
 ]
 
-Obj = dict[str, Any]
 
 NAMESPACE = "bench"
 # Both operators name the training container `pytorch` (Kubeflow requires that name).

@@ -22,6 +22,7 @@ from typing import Any
 
 from t9kjobs.models import Job, RestartRule
 from t9kjobs.models.pod import RESERVED_DOMAINS, reserved_key
+from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "ANNOTATION_INCARNATION",
@@ -55,7 +56,6 @@ __all__ = [
     "training_container",
 ]
 
-Obj = dict[str, Any]
 
 LABEL_OWNER_KIND = "tensorstack.dev/owner-kind"
 LABEL_OWNER_NAME = "tensorstack.dev/owner-name"

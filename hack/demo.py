@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from t9kjobs.testing.crds import install_crds
-from t9kjobs.testing.simulation import simulate, without_claims
+from t9kjobs.testing.harness.crds import install_crds
+from t9kjobs.testing.harness.simulation import simulate, without_claims
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "t9k-demo"

@@ -4,7 +4,7 @@ Each section sits between `<!-- BEGIN GENERATED: <name> -->` and `<!-- END GENER
 and is rendered from its source of truth, so the guide cannot drift from the code:
 
 * `versioning`: the versioning policy in the `t9kjobs.hooks` module docstring;
-* `contracts`: the conformance kit's contracts (`t9kjobs.testing.contracts`), from their checks'
+* `contracts`: the conformance kit's contracts (`t9kjobs.testing.kit.contracts`), from their checks'
   docstrings;
 * `hooks`: every hookspec of `t9kjobs.hooks.JobHooks`, its signature and docstring, and its
   worked example (hack/guide_examples.py: run on every rendering, so it cannot rot);
@@ -31,7 +31,7 @@ import guide_examples
 import guide_models
 
 from t9kjobs import hooks, kinds, models, objects, ssh, templating, tensorboard, validation
-from t9kjobs.testing import contracts
+from t9kjobs.testing.kit import contracts
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "plugin-guide.md"

@@ -1,7 +1,7 @@
 """Write the Helm chart's `crds/` from the models, as `make crds` writes the top-level `crds/`.
 
 Helm installs the files of a chart's `crds/` folder verbatim, so they are generated, never
-edited: `tests/unit/test_chart.py` fails when they differ from the top-level `crds/` (which a
+edited: `tests/unit/deploy/test_chart.py` fails when they differ from the top-level `crds/` (which a
 test in turn keeps equal to what the models produce). Only the bundled plugins' kinds go into
 the chart: a third-party plugin installed in the same environment is blocked. Run after
 `make crds`:

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from t9kjobs.controller.resources import CHILD_RESOURCES, job_resource
-from t9kjobs.controller.transport import ApiError, Transport, default_namespace, load_configuration
 from t9kjobs.kinds import KindInfo
+from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
+from t9kjobs.kube.transport import ApiError, Transport, default_namespace, load_configuration
 from t9kjobs.loading import JobError, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job

@@ -23,7 +23,7 @@ from argcomplete.io import warn
 from argcomplete.shell_integration import shellcode
 
 from t9kjobs.cli.cluster import CliError, ClusterReader, JobRef, find_kind, replica_id
-from t9kjobs.controller.resources import job_resource
+from t9kjobs.kube.resources import job_resource
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 
 __all__ = [

@@ -32,7 +32,7 @@ from t9kjobs.cli.cluster import (
 )
 from t9kjobs.cli.completion import complete_job
 from t9kjobs.cli.progress import ANNOTATION_PROGRESS_PATTERN, find_progress
-from t9kjobs.controller.transport import ApiError
+from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container

@@ -33,7 +33,7 @@ from t9kjobs.cli.cluster import (
     training_container,
 )
 from t9kjobs.cli.completion import complete_job, complete_replica
-from t9kjobs.controller.transport import ApiError
+from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_INCARNATION, Obj
 

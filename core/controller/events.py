@@ -19,15 +19,14 @@ import time
 import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from t9kjobs.controller.transport import Transport
+from t9kjobs.kube.transport import Transport
 from t9kjobs.planner import Event
 from t9kjobs.planner.conditions import rfc3339
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["EventRecorder", "event_body"]
 
-Obj = dict[str, Any]
 COMPONENT = "t9k-jobs"
 
 log = logging.getLogger("t9kjobs.events")

@@ -17,13 +17,12 @@ connection errors) are retried with the work queue's backoff and shown, while th
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import ValidationError
 
-from t9kjobs.controller.transport import ApiError
+from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import JobStatus
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "MESSAGE_LIMIT",
@@ -36,7 +35,6 @@ __all__ = [
     "stored_status",
 ]
 
-Obj = dict[str, Any]
 
 # Condition and Event messages are cut here: an Event's message is at most 1 KiB.
 MESSAGE_LIMIT = 1000

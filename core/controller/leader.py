@@ -25,15 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from t9kjobs.controller.transport import ApiError, Transport
+from t9kjobs.kube.transport import ApiError, Transport
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["LeaderElector"]
 
 log = logging.getLogger("t9kjobs.leader")
-
-Obj = dict[str, Any]
 
 
 def _micro_time() -> str:

@@ -25,36 +25,35 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubernetes import client as k8s_client
 
 from t9kjobs.controller.events import EventRecorder
-from t9kjobs.controller.informer import Informer, Store
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
-from t9kjobs.controller.reconciler import JobKey, Reconciler
-from t9kjobs.controller.resources import (
+from t9kjobs.controller.reconciler import Reconciler
+from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
+from t9kjobs.controller.threads import Supervisor
+from t9kjobs.controller.workers import work
+from t9kjobs.controller.workqueue import WorkQueue
+from t9kjobs.kube.informer import Informer, Store
+from t9kjobs.kube.resources import (
     CHILD_RESOURCES,
     OPTIONAL_CHILD_KINDS,
     Resource,
     job_resource,
 )
-from t9kjobs.controller.slimming import slimmer
-from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
-from t9kjobs.controller.threads import Supervisor
-from t9kjobs.controller.transport import ApiError, Transport
-from t9kjobs.controller.workers import work
-from t9kjobs.controller.workqueue import WorkQueue
+from t9kjobs.kube.slimming import slimmer
+from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP, FINISHED_PHASES
 from t9kjobs.objects import LABEL_OWNER_KIND
 from t9kjobs.settings import NetworkPolicySettings, Settings, configure
+from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Operator", "Options"]
 
 log = logging.getLogger("t9kjobs.operator")
-Obj = dict[str, Any]
 
 
 @dataclass

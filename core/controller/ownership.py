@@ -14,16 +14,14 @@ its metadata alone (`Resource.metadata_only`): an owner is all this reads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from t9kjobs.controller.informer import Store
-from t9kjobs.controller.resources import CHILD_RESOURCES
-from t9kjobs.controller.transport import Transport
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.resources import CHILD_RESOURCES
+from t9kjobs.kube.transport import Transport
+from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Held", "NameConflicts", "controller_of"]
 
-Obj = dict[str, Any]
-JobKey = tuple[str, str, str]  # (kind, namespace, name)
 Held = dict[tuple[str, str], str]  # (kind, name) -> who controls the object that holds it
 
 

@@ -55,22 +55,21 @@ from t9kjobs.controller.failing import (
     refused_for_good,
     stored_status,
 )
-from t9kjobs.controller.informer import Store
 from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
-from t9kjobs.controller.resources import CHILD_RESOURCES, Resource
-from t9kjobs.controller.transport import ApiError, Transport
 from t9kjobs.kinds import Problem
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.resources import CHILD_RESOURCES, Resource
+from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
 from t9kjobs.planner import Event, ObjectRef, Observed, Plan, plan
 from t9kjobs.planner.conditions import first_created, rfc3339
 from t9kjobs.ssh import fill_generated_secret
+from t9kjobs.vocabulary import JobKey, Obj
 
-__all__ = ["FOLDED_STATUS_SECONDS", "JobKey", "Reconciler"]
+__all__ = ["FOLDED_STATUS_SECONDS", "Reconciler"]
 
-Obj = dict[str, Any]
-JobKey = tuple[str, str, str]  # (kind, namespace, name)
 
 log = logging.getLogger("t9kjobs.reconciler")
 

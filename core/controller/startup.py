@@ -16,7 +16,7 @@ from kubernetes import client as k8s_client
 from prometheus_client import CollectorRegistry
 
 from t9kjobs.controller.server import serve
-from t9kjobs.controller.transport import ApiError, Transport, load_configuration
+from t9kjobs.kube.transport import ApiError, Transport, load_configuration
 
 __all__ = ["StartupError", "configuration", "listen", "preflight"]
 

@@ -14,9 +14,10 @@ import logging
 import time
 
 from t9kjobs.controller.metrics import Metrics
-from t9kjobs.controller.reconciler import JobKey, Reconciler
-from t9kjobs.controller.transport import ApiError
+from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.workqueue import WorkQueue
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.vocabulary import JobKey
 
 __all__ = ["error_label", "work"]
 

@@ -146,7 +146,7 @@ def lock_project(pyproject: Path, lock: Path) -> None:
         "# with the hash of its wheel: the operator image (Dockerfile) installs it with pip's",
         "# --require-hashes, then the project with no index. Not edited by hand, written by",
         f"#   .venv/bin/python hack/images/pin_hashes.py --lock {pyproject} {lock}",
-        "# (tests/unit/test_image_pins.py fails when it no longer satisfies pyproject.toml).",
+        "# (tests/unit/hack/test_image_pins.py fails when it no longer satisfies pyproject.toml).",
     ]
     body = [_pinned(name, v, digest, filename) for name, (v, filename, digest) in files.items()]
     lock.write_text("\n".join(header + body) + "\n")

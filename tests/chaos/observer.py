@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from t9kjobs.controller.transport import ApiError, Transport
+from t9kjobs.kube.transport import ApiError, Transport
 
 __all__ = ["Observer"]
 

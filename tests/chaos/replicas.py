@@ -11,8 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from t9kjobs.controller.transport import Transport
-from t9kjobs.testing.process import OperatorProcess
+from t9kjobs.kube.transport import Transport
+from t9kjobs.testing.harness.process import OperatorProcess
 
 __all__ = ["LEASE", "Replicas"]
 

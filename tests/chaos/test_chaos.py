@@ -36,9 +36,9 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.controller.transport import Transport, load_configuration
+from t9kjobs.kube.transport import Transport, load_configuration
 from t9kjobs.objects import LABEL_OWNER_KIND
-from t9kjobs.testing import crds
+from t9kjobs.testing.harness import crds
 from tests.chaos.audit import Audit
 from tests.chaos.observer import Observer
 from tests.chaos.replicas import LEASE, Replicas

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from t9kjobs.testing.simulation import simulate, without_claims
+from t9kjobs.testing.harness.simulation import simulate, without_claims
 
 __all__ = ["PLURALS", "Scripted", "workload"]
 

@@ -1,5 +1,5 @@
 """Running `t9kjobs operator` against the test cluster, as a user would: a separate process
-(`t9kjobs.testing.process`), with the CRDs installed first (`t9kjobs.testing.crds`)."""
+(`t9kjobs.testing.harness.process`), with the CRDs installed first (`t9kjobs.testing.harness.crds`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.testing import crds
-from t9kjobs.testing.process import OperatorProcess
+from t9kjobs.testing.harness import crds
+from t9kjobs.testing.harness.process import OperatorProcess
 
 __all__ = ["REPO", "OperatorProcess", "install_crds", "operator", "operator_process"]
 

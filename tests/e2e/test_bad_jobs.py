@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from t9kjobs.controller.decoding import loads
+from t9kjobs.kube.decoding import loads
 from t9kjobs.models import API_VERSION
-from t9kjobs.testing.simulation import simulate
+from t9kjobs.testing.harness.simulation import simulate
 from tests.e2e.operator import OperatorProcess, install_crds, operator, operator_process
 
 __all__ = ["operator"]  # the fixture, imported for this module

@@ -30,11 +30,11 @@ from typing import Any
 import pytest
 import yaml
 
-from t9kjobs.testing.process import ServerProcess
-from t9kjobs.testing.simulation import simulate, without_claims
+from t9kjobs.testing.harness.process import ServerProcess
+from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.operator import REPO
-from tests.unit.test_chart import CHART, CLUSTER_WIDE, install_tool, render_chart
-from tests.unit.test_dockerfile import build_context
+from tests.unit.deploy.test_chart import CHART, CLUSTER_WIDE, install_tool, render_chart
+from tests.unit.deploy.test_dockerfile import build_context
 
 Obj = dict[str, Any]
 Triple = tuple[str, str, str]  # (API group, resource[/subresource], verb)

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from t9kjobs.controller.transport import ApiError, Transport, load_configuration
-from t9kjobs.testing.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS, without_claims
+from t9kjobs.kube.transport import ApiError, Transport, load_configuration
+from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS, without_claims
 from tests.e2e.operator import REPO, OperatorProcess, install_crds, operator_process
 
 Obj = dict[str, Any]

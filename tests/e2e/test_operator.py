@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from t9kjobs.testing.simulation import simulate, without_claims
+from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.operator import REPO, OperatorProcess, operator
 
 __all__ = ["operator"]  # the fixture, imported for this module

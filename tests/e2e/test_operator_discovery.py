@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from t9kjobs.testing.simulation import simulate, without_claims
+from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.operator import REPO, install_crds, operator_process
 from tests.e2e.test_operator import job_status, watch_phases
 

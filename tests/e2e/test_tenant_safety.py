@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.testing.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
+from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster
 from tests.e2e.operator import OperatorProcess, operator
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from t9kjobs.manager import PluginManager
-from t9kjobs.testing.crds import install_crds
+from t9kjobs.testing.harness.crds import install_crds
 from tests.fuzz.admission import server_verdicts
 from tests.fuzz.generator import Case
 from tests.fuzz.verdicts import EXCEPTIONS, agreement, cli_verdict

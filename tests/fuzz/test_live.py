@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from t9kjobs.controller.decoding import loads
+from t9kjobs.kube.decoding import loads
 from t9kjobs.manager import PluginManager
-from t9kjobs.testing.crds import install_crds
-from t9kjobs.testing.process import OperatorProcess
-from t9kjobs.testing.simulation import simulate
+from t9kjobs.testing.harness.crds import install_crds
+from t9kjobs.testing.harness.process import OperatorProcess
+from t9kjobs.testing.harness.simulation import simulate
 from tests.fuzz.admission import server_verdicts
 from tests.fuzz.generator import BASES, Case, dump, set_at
 from tests.fuzz.verdicts import cli_verdict

@@ -15,8 +15,8 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import MAX_PODS, RestartRule
 from t9kjobs.render import render_job
 from tests.unit.conftest import REPO
+from tests.unit.core.planner.test_planner import Sim
 from tests.unit.golden import assert_golden
-from tests.unit.test_planner import Sim
 
 GOLDEN = Path(__file__).parent / "golden"
 EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"

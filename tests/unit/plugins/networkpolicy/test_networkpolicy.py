@@ -16,7 +16,7 @@ import yaml
 
 from t9kjobs.cli.main import _parser
 from t9kjobs.controller.operator import Operator, Options
-from t9kjobs.controller.resources import CHILD_RESOURCES
+from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
@@ -29,8 +29,8 @@ from t9kjobs.settings import (
     parse_labels,
 )
 from tests.unit.conftest import NOW, REPO
-from tests.unit.test_planner import Sim
-from tests.unit.tinyjob import tiny_job, tiny_manager
+from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
 Obj = dict[str, Any]
 ON = Settings(network_policy=NetworkPolicySettings(enabled=True))

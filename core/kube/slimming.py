@@ -1,0 +1,93 @@
+"""What the informer stores keep of an object: what a reconcile reads, not what the API server
+sent. At 2,000 jobs x 4 pods the stores were most of the operator's 288 MiB; a cached pod is
+read for its metadata (names, labels, annotations, owner, deletion) and, in its status, its
+phase and its containers' states (exit codes, reasons), and nothing else.
+
+So every object loses `metadata.managedFields` (a third of a pod), and a pod keeps no spec and
+of its status only `phase` and, per container, `name`, `state` and `lastState`: the rendered
+spec (containers, env, volumes, the launch command's copy in the environment) and the kubelet's
+details (conditions, IPs, images, container ids) go. The planner compares pods with the job by
+their spec-hash annotation, never by their spec, and never writes a cached pod back (a pod to
+change is deleted and created anew from the job). Other kinds keep their spec: a Service or a
+PodGroup is compared with the one the job wants.
+
+A Secret keeps its metadata alone (and its kind and apiVersion): no `data`, `stringData` or
+anything else of it. Nothing reads a cached Secret but for its name, labels and owner (the SSH
+Secret is created with its key material and never rewritten), and key material has no business
+in a cache that lives as long as the process. The Secret informers ask for metadata only
+(`t9kjobs.kube.resources`), but a store gets Secrets from elsewhere too: the answer to a
+creation (the whole Secret, keys included), a lookup by name, a deletion's answer. Every `put`
+trims, so none of them keeps the data; the trim drops it from the object it is given too
+(in place), and applies to any object of kind Secret, whatever store it goes to.
+
+Then every string of the kept object is interned: the JSON decoder gives each object its own
+copies of the keys, label values, namespace, owner kind and apiVersion that thousands of
+objects share. On the benchmark's jobs, slimming took a job's cache (its 4 pods and Service)
+from about 100 to 30 KiB, and interning to 16 (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from t9kjobs.vocabulary import Obj
+
+__all__ = ["slimmer"]
+
+
+_CONTAINER_FIELDS = ("name", "state", "lastState")
+
+
+def _interned(value: Any) -> Any:
+    """`value` with every string in it (keys too) interned, in new dicts and lists."""
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    obj["metadata"].pop("managedFields", None)
+    return obj
+
+
+def _slim_pod(pod: Obj) -> Obj:
+    _without_managed_fields(pod)
+    pod["spec"] = {}
+    status = pod.get("status")
+    if status:
+        kept: Obj = {"phase": status["phase"]} if "phase" in status else {}
+        containers = status.get("containerStatuses")
+        if containers:
+            kept["containerStatuses"] = [
+                {k: c[k] for k in _CONTAINER_FIELDS if k in c} for c in containers
+            ]
+        pod["status"] = kept
+    return pod
+
+
+_SECRET_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def _metadata_only(obj: Obj) -> Obj:
+    """`obj` without anything but its kind, apiVersion and metadata (changed in place)."""
+    for key in [k for k in obj if k not in _SECRET_FIELDS]:
+        del obj[key]
+    return _without_managed_fields(obj)
+
+
+def slimmer(kind: str) -> Callable[[Obj], Obj]:
+    """How a store of `kind` trims an object before keeping it: what it keeps, interned. An
+    object of kind Secret keeps its metadata only, in a store of any kind."""
+    trim = {"Pod": _slim_pod, "Secret": _metadata_only}.get(kind, _without_managed_fields)
+
+    def slim(obj: Obj) -> Obj:
+        kept: Obj = _interned((_metadata_only if obj.get("kind") == "Secret" else trim)(obj))
+        return kept
+
+    return slim

@@ -1,0 +1,116 @@
+"""The stores keep a pod without its spec and most of its status (`slimming`): planning on the
+slim pods must give exactly the Plan that the pods as the API server sent them give, in every
+state a job's pods go through, a slim pod must be much smaller, and the strings objects share
+are kept once."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.slimming import slimmer
+from t9kjobs.loading import parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.planner import Observed, plan
+from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
+from tests.unit.core.controller.test_reconciler import JOB, KIND
+
+Obj = dict[str, Any]
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def as_served(pod: Obj, phase: str, exit_code: int | None = None) -> Obj:
+    """`pod` in `phase` with what the API server and the kubelet add to it."""
+    pod = pod_in_phase(pod, phase, exit_code)
+    pod["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    pod["spec"]["nodeName"] = "node-1"
+    pod["status"].update(
+        conditions=[{"type": "Ready", "status": "True"}], podIP="10.0.0.7", qosClass="BestEffort"
+    )
+    for status in pod["status"]["containerStatuses"]:
+        status.update(image="pytorch:2", imageID="sha256:1", containerID="c://1", restartCount=0)
+        status["lastState"] = {"terminated": {"exitCode": 3, "reason": "Error"}}
+    return pod
+
+
+def children(manager: PluginManager) -> dict[tuple[str, str], Obj]:
+    job = parse_job(copy.deepcopy(JOB), manager)
+    first = plan(job, Observed.of([]), NOW, manager.hooks_for(KIND))
+    return apply_plan({}, first)
+
+
+@pytest.mark.parametrize(
+    "phases",
+    [
+        {},  # all Pending
+        {"master-0": ("Running", None), "worker-0": ("Running", None)},
+        {"master-0": ("Succeeded", None), "worker-1": ("Running", None)},  # the verdict
+        {"worker-2": ("Failed", 137), "master-0": ("Running", None)},
+        {"worker-0": ("Deleting", None)},
+    ],
+)
+def test_planning_on_slim_pods_gives_the_same_plan(
+    manager: PluginManager, phases: dict[str, tuple[str, int | None]]
+) -> None:
+    objects = []
+    for (kind, name), obj in children(manager).items():
+        if kind == "Pod":
+            phase, code = phases.get(name.removeprefix("mnist-"), ("Pending", None))
+            obj = as_served(obj, "Running" if phase == "Deleting" else phase, code)
+            if phase == "Deleting":
+                obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        objects.append(obj)
+    slim = [slimmer(o["kind"])(copy.deepcopy(o)) for o in objects]
+    job = parse_job(copy.deepcopy(JOB), manager)
+    hooks = manager.hooks_for(KIND)
+    full_plan = plan(job, Observed.of(objects), NOW, hooks)
+    assert plan(job, Observed.of(slim), NOW, hooks) == full_plan
+
+
+def test_a_slim_pod_keeps_what_is_read_and_is_a_fraction_of_the_size(
+    manager: PluginManager,
+) -> None:
+    pod = next(o for (kind, _), o in children(manager).items() if kind == "Pod")
+    served = as_served(pod, "Failed", 2)
+    store = Store(slimmer("Pod"))
+    store.put(copy.deepcopy(served))
+    kept = store.get("team-a", served["metadata"]["name"])
+    assert kept is not None
+    assert kept["metadata"] == {k: v for k, v in served["metadata"].items() if k != "managedFields"}
+    assert kept["spec"] == {}
+    assert kept["status"] == {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": c["name"], "state": c["state"], "lastState": c["lastState"]}
+            for c in served["status"]["containerStatuses"]
+        ],
+    }
+    assert len(json.dumps(kept)) < len(json.dumps(served)) / 2
+
+
+def test_kept_strings_are_shared_between_objects(manager: PluginManager) -> None:
+    pods = [o for (kind, _), o in children(manager).items() if kind == "Pod"]
+    first, second = (json.loads(json.dumps(as_served(p, "Running"))) for p in pods[:2])
+    assert first["metadata"]["namespace"] is not second["metadata"]["namespace"]  # decoded apart
+    store = Store(slimmer("Pod"))
+    store.put(first)
+    store.put(second)
+    a, b = store.all()
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    key_a = next(k for k in a["metadata"]["labels"] if k.endswith("owner-kind"))
+    key_b = next(k for k in b["metadata"]["labels"] if k.endswith("owner-kind"))
+    assert key_a is key_b
+
+
+def test_other_kinds_keep_their_spec(manager: PluginManager) -> None:
+    service = next(o for (kind, _), o in children(manager).items() if kind == "Service")
+    served = {**copy.deepcopy(service), "status": {"loadBalancer": {}}}
+    served["metadata"]["managedFields"] = [{"manager": "kube-apiserver"}]
+    kept = slimmer("Service")(copy.deepcopy(served))
+    assert kept["spec"] == service["spec"] and kept["status"] == served["status"]
+    assert "managedFields" not in kept["metadata"]

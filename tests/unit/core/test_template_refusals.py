@@ -1,0 +1,304 @@
+"""What a pod template may not set, refused by `t9kjobs validate` at its field path (issue #40).
+
+* Label and annotation keys of the operator's domains (tensorstack.dev and *.tensorstack.dev),
+  in every kind's templates; other domains (`sim.t9kjobs.dev`) stay the user's.
+* `hostname` and `subdomain` where the operator names every pod in the job's headless Service
+  (PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob; GenericJob takes them), and `hostNetwork:
+  true` where the pods run sshd on port 22 (DeepSpeedJob, ColossalAIJob).
+* ColossalAIJob's ssh paths and torchrun options, which shell scripts hold as they are.
+
+The API server refuses the same manifests at the same paths:
+tests/unit/core/test_template_refusals_admission.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from t9kjobs.cli.main import main
+from t9kjobs.loading import JobError, parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import API_VERSION
+
+CONTAINER = {"name": "main", "image": "busybox"}
+Json = dict[str, Any]
+
+
+def template(spec: Json | None = None, **metadata: Json) -> Json:
+    out: Json = {"spec": {"containers": [CONTAINER], **(spec or {})}}
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def manifest(kind: str, spec: Json) -> Json:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": "job"}, "spec": spec}
+
+
+def generic(tpl: Json) -> Json:
+    return manifest("GenericJob", {"replicaSpecs": [{"type": "worker", "template": tpl}]})
+
+
+def pytorch(tpl: Json) -> Json:
+    return manifest(
+        "PyTorchTrainingJob",
+        {
+            "replicaSpecs": [
+                {"type": "master", "template": template()},
+                {"type": "worker", "template": tpl},
+            ]
+        },
+    )
+
+
+def deepspeed(tpl: Json) -> Json:
+    return manifest(
+        "DeepSpeedJob", {"config": {"run": {"python": ["train.py"]}}, "worker": {"template": tpl}}
+    )
+
+
+def colossalai(tpl: Json, **spec: Json) -> Json:
+    return manifest(
+        "ColossalAIJob",
+        {
+            "torchConfig": {"script": ["train.py"]},
+            "replicaSpecs": [{"type": "worker", "template": tpl}],
+            **spec,
+        },
+    )
+
+
+# Where each kind's (second, for PyTorch) template is.
+TEMPLATE_PATH = {
+    "GenericJob": "spec.replicaSpecs[0].template",
+    "PyTorchTrainingJob": "spec.replicaSpecs[1].template",
+    "DeepSpeedJob": "spec.worker.template",
+    "ColossalAIJob": "spec.replicaSpecs[0].template",
+}
+BUILDERS = {"GenericJob": generic, "PyTorchTrainingJob": pytorch, "DeepSpeedJob": deepspeed}
+BUILDERS["ColossalAIJob"] = colossalai
+KINDS = list(BUILDERS)
+
+
+def problems(manager: PluginManager, doc: Json) -> dict[str, str]:
+    """validate's refusal of the manifest's schema and rules: path -> message; {} if none."""
+    try:
+        parse_job(copy.deepcopy(doc), manager)
+    except JobError as exc:
+        return {p.path: p.message for p in exc.problems}
+    return {}
+
+
+# -- reserved label and annotation keys ------------------------------------------------------
+
+# (case, labels, annotations, path under the template, the key the message names)
+RESERVED: list[tuple[str, Json, Json, str, str]] = [
+    (
+        "owner-name-label",
+        {"tensorstack.dev/owner-name": "victim"},
+        {},
+        "metadata.labels",
+        "label key `tensorstack.dev/owner-name` is reserved for the operator (tensorstack.dev"
+        " and *.tensorstack.dev)",
+    ),
+    (
+        "podgroup-label",
+        {"app": "x", "scheduler.tensorstack.dev/group-name": "other"},
+        {},
+        "metadata.labels",
+        "label key `scheduler.tensorstack.dev/group-name` is reserved",
+    ),
+    (
+        "stop-when-finished-annotation",
+        {},
+        {"batch.tensorstack.dev/stop-when-finished": "true"},
+        "metadata.annotations",
+        "annotation key `batch.tensorstack.dev/stop-when-finished` is reserved",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("labels", "annotations", "where", "says"),
+    [case[1:] for case in RESERVED],
+    ids=[case[0] for case in RESERVED],
+)
+def test_reserved_keys_are_refused_at_their_field_path(
+    manager: PluginManager, kind: str, labels: Json, annotations: Json, where: str, says: str
+) -> None:
+    meta = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
+    found = problems(manager, BUILDERS[kind](template(**meta)))
+    path = f"{TEMPLATE_PATH[kind]}.{where}"
+    assert list(found) == [path]
+    assert says in found[path]
+
+
+def test_every_reserved_key_is_named(manager: PluginManager) -> None:
+    labels = {"tensorstack.dev/owner-kind": "X", "tensorstack.dev/owner-name": "victim"}
+    found = problems(manager, generic(template(labels=labels)))
+    assert found == {
+        "spec.replicaSpecs[0].template.metadata.labels": "label keys"
+        " `tensorstack.dev/owner-kind`, `tensorstack.dev/owner-name` are reserved for the"
+        " operator (tensorstack.dev and *.tensorstack.dev)"
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_other_domains_stay_the_users(manager: PluginManager, kind: str) -> None:
+    annotations = {
+        "sim.t9kjobs.dev/exit-code": "0",
+        "sim.t9kjobs.dev/run-seconds": "8",
+        "tensorstack.dev.example.com/x": "1",
+        "eviltensorstack.dev/x": "1",
+        "tensorstack.dev": "no prefix",
+    }
+    labels = {"app.kubernetes.io/name": "x", "team": "ml"}
+    assert problems(manager, BUILDERS[kind](template(labels=labels, annotations=annotations))) == {}
+
+
+def test_validate_prints_the_field_path_and_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        yaml.safe_dump(generic(template(labels={"tensorstack.dev/owner-name": "victim"})))
+    )
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{path}: spec.replicaSpecs[0].template.metadata.labels: label key"
+        " `tensorstack.dev/owner-name` is reserved for the operator" in err
+    )
+
+
+def test_a_template_has_at_most_256_labels(manager: PluginManager) -> None:
+    labels = {f"l{i}": "x" for i in range(257)}
+    found = problems(manager, generic(template(labels=labels)))
+    assert found == {
+        "spec.replicaSpecs[0].template.metadata.labels": "must have at most 256 items, got 257"
+    }
+    labels.pop("l0")
+    assert problems(manager, generic(template(labels=labels))) == {}
+
+
+# -- hostname, subdomain, hostNetwork ----------------------------------------------------------
+
+HEADLESS = ["PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"]
+SSH = ["DeepSpeedJob", "ColossalAIJob"]
+
+
+@pytest.mark.parametrize("kind", HEADLESS)
+@pytest.mark.parametrize("field", ["hostname", "subdomain"])
+def test_hostname_and_subdomain_are_refused_where_the_operator_sets_them(
+    manager: PluginManager, kind: str, field: str
+) -> None:
+    found = problems(manager, BUILDERS[kind](template({field: "mine"})))
+    path = f"{TEMPLATE_PATH[kind]}.spec.{field}"
+    assert list(found) == [path]
+    assert found[path].startswith(f"`{field}` is set by the operator in this kind")
+
+
+def test_generic_job_keeps_hostname_subdomain_and_host_network(manager: PluginManager) -> None:
+    spec = {"hostname": "mine", "subdomain": "my-service", "hostNetwork": True}
+    assert problems(manager, generic(template(spec))) == {}
+
+
+@pytest.mark.parametrize("kind", SSH)
+def test_host_network_is_refused_for_the_ssh_kinds(manager: PluginManager, kind: str) -> None:
+    found = problems(manager, BUILDERS[kind](template({"hostNetwork": True})))
+    path = f"{TEMPLATE_PATH[kind]}.spec.hostNetwork"
+    assert list(found) == [path]
+    assert "its pods run sshd on port 22" in found[path]
+    assert problems(manager, BUILDERS[kind](template({"hostNetwork": False}))) == {}
+
+
+def test_pytorch_keeps_host_network(manager: PluginManager) -> None:
+    assert problems(manager, pytorch(template({"hostNetwork": True}))) == {}
+
+
+def test_a_colossalai_launcher_template_is_held_to_the_same_rules(
+    manager: PluginManager,
+) -> None:
+    doc = colossalai(template())
+    launcher = {"type": "launcher", "template": template({"hostNetwork": True, "hostname": "x"})}
+    doc["spec"]["replicaSpecs"].append(launcher)
+    assert set(problems(manager, doc)) == {
+        "spec.replicaSpecs[1].template.spec.hostNetwork",
+        "spec.replicaSpecs[1].template.spec.hostname",
+    }
+
+
+# -- ColossalAIJob: what its shell scripts hold ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sshdPath", "exec /usr/sbin/sshd; touch /tmp/PWNED # -D"),
+        ("sshdPath", "/usr/sbin/sshd; touch /tmp/PWNED # -D"),
+        ("sshdPath", "/usr/sbin/sshd $(id)"),
+        ("sshdPath", "/usr/sbin/sshd\n"),
+        ("sshdPath", "usr/sbin/sshd"),
+        ("authMountPath", "/root/../etc"),
+        ("authMountPath", "/root/.ssh`id`"),
+        ("authMountPath", "/"),
+    ],
+)
+def test_colossalai_ssh_paths_must_be_plain_absolute_paths(
+    manager: PluginManager, field: str, value: str
+) -> None:
+    found = problems(manager, colossalai(template(), ssh={field: value}))
+    assert list(found) == [f"spec.ssh.{field}"]
+    assert found[f"spec.ssh.{field}"] == (
+        f"{field} must be an absolute path of letters, digits and `._+-` between `/`, without"
+        f" `..` (shell scripts hold it as it is), got {value!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    "ssh",
+    [
+        {},
+        {"sshdPath": "/usr/sbin/sshd", "authMountPath": "/root/.ssh"},
+        {"sshdPath": "/opt/openssh-9.6/sbin/sshd", "authMountPath": "/home/user_1/.ssh/"},
+        {"sshdPath": "/opt/...hidden/sshd"},
+    ],
+)
+def test_plain_ssh_paths_are_accepted(manager: PluginManager, ssh: Json) -> None:
+    assert problems(manager, colossalai(template(), ssh=ssh)) == {}
+
+
+@pytest.mark.parametrize(
+    "arg", ["--max_restarts=$(id)", "--log_dir=/tmp/x;id", "--rdzv_conf=`id`", "--tee\n3"]
+)
+def test_colossalai_torchrun_options_cannot_hold_shell_characters(
+    manager: PluginManager, arg: str
+) -> None:
+    config = {"script": ["train.py"], "extraArgs": ["--max_restarts=0", arg]}
+    found = problems(manager, colossalai(template(), torchConfig=config))
+    assert list(found) == ["spec.torchConfig.extraArgs[1]"]
+    assert found["spec.torchConfig.extraArgs[1]"].startswith(
+        "a torchrun option may hold only letters, digits, spaces and `_@%+=:,./-`"
+    )
+
+
+def test_colossalai_torchrun_options_of_plain_characters_are_accepted(
+    manager: PluginManager,
+) -> None:
+    extra = ["--max_restarts=0", "--monitor_interval", "5", "--log_dir /tmp/logs", "--tee=3"]
+    config = {"script": ["train.py"], "extraArgs": extra}
+    assert problems(manager, colossalai(template(), torchConfig=config)) == {}
+
+
+def test_a_colossalai_module_name_ending_in_a_newline_is_refused(manager: PluginManager) -> None:
+    # Python's `$` also matches before a final newline; the API server's RE2 does not.
+    config = {"script": ["-m", "pkg.train\n", "--epochs=1"]}
+    found = problems(manager, colossalai(template(), torchConfig=config))
+    assert list(found) == ["spec.torchConfig.script"]
+    assert "must not contain spaces or shell characters" in found["spec.torchConfig.script"]

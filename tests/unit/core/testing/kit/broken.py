@@ -1,0 +1,165 @@
+"""Deliberately broken plugins, one per mistake the conformance kit's contracts must catch.
+
+Each is source appended to the good plugin of tests/unit/core/testing/test_conformance.py (`GOOD_PLUGIN`,
+kind `ConfJob`), redefining what the mistake breaks; names it uses (`hookimpl`, `ConfJobSpec`,
+`judge`, `build_pods`, ...) are the good plugin's. Each mistake comes from a plugin written
+from the guide alone, and each `FIXED_*` is the remedy the kit's message names.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ADMISSION_ONLY_RULE",
+    "FIXED_STATUS",
+    "FIXED_SUBDOMAIN",
+    "INVALID_EXAMPLE_ADMITTED",
+    "MOUNTS_UNDECLARED_SECRET",
+    "RESTARTING_COUNTS_AS_DONE",
+    "RESTART_POLICY_IGNORED",
+    "RUN_MODE_PROBLEMS_DROPPED",
+    "STATUS_NEVER_FILLED",
+    "SUBDOMAIN_WITHOUT_SERVICE",
+    "UNCOMPILABLE_CEL_RULE",
+    "UNKNOWN_TRAINING_CONTAINER",
+    "with_spec_rule",
+]
+
+# Succeeded once nothing runs: a replica being restarted is neither running nor failed for good.
+RESTARTING_COUNTS_AS_DONE = """
+@hookimpl
+def t9kjobs_compute_status(replicas):
+    found = judge(replicas)
+    if found is not None:
+        return found
+    if replicas and not any(r.state in ("Creating", "Pending", "Running") for r in replicas):
+        return Verdict("Succeeded", "NoneRunning", "no replica is running")
+    return None
+"""
+
+# Pods on the job's subdomain, but no headless Service of that name.
+SUBDOMAIN_WITHOUT_SERVICE = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    spec = job.spec_as(ConfJobSpec)
+    return [
+        DesiredPod(rs.type, i, RestartRule.of(rs.restart_policy),
+                   new_pod(job, rs.type, i, rs.template, subdomain=job.name))
+        for rs in spec.replica_specs for i in range(rs.replicas)
+    ]
+"""
+FIXED_SUBDOMAIN = (
+    SUBDOMAIN_WITHOUT_SERVICE
+    + """
+from t9kjobs.objects import headless_service
+
+@hookimpl
+def t9kjobs_build_objects(job, pods):
+    text = render_template(__package__, "hosts.j2", hosts=[p.name for p in pods])
+    return [config_map(job, f"{job.name}-hosts", {"hosts": text}), headless_service(job)]
+"""
+)
+
+# Pods that mount a Secret named after the job, which the plugin never returns as a child: the
+# name is whoever creates it first's.
+MOUNTS_UNDECLARED_SECRET = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for pod in pods:
+        pod.manifest["spec"].setdefault("volumes", []).append(
+            {"name": "keys", "secret": {"secretName": f"{job.name}-keys"}}
+        )
+    return pods
+"""
+
+# A training container named as the plugin's own examples name it, not as the user's template.
+UNKNOWN_TRAINING_CONTAINER = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    return [
+        DesiredPod(p.replica_type, p.index, p.restart, p.manifest, training_container="trainer")
+        for p in build_pods(job)
+    ]
+"""
+
+# validate checks the containers, but leaves out the shared run-mode checks.
+RUN_MODE_PROBLEMS_DROPPED = """
+@hookimpl
+def t9kjobs_validate(job):
+    spec = job.spec_as(ConfJobSpec)
+    return [
+        Problem(f"spec.replicaSpecs[{i}].template.spec.containers", "at least one container")
+        for i, rs in enumerate(spec.replica_specs)
+        if not (rs.template.get("spec") or {}).get("containers")
+    ]
+"""
+
+# Every pod restarted on failure, whatever its replica's restartPolicy says.
+RESTART_POLICY_IGNORED = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    return [
+        DesiredPod(p.replica_type, p.index, RestartRule(policy="OnFailure"), p.manifest)
+        for p in build_pods(job)
+    ]
+"""
+
+# A status model with a field of its own that no hook fills.
+STATUS_NEVER_FILLED = """
+from t9kjobs.models import JobStatus
+
+
+class ConfJobStatus(JobStatus):
+    hosts: list[str] | None = Field(default=None, description="The hostfile's hosts.")
+
+
+@hookimpl
+def t9kjobs_kinds():
+    return [KindInfo(kind="ConfJob", spec_model=ConfJobSpec, plural="confjobs",
+                     status_model=ConfJobStatus)]
+"""
+FIXED_STATUS = (
+    STATUS_NEVER_FILLED
+    + """
+
+@hookimpl
+def t9kjobs_update_status(job, status):
+    status.hosts = [p.name for p in build_pods(job)]
+"""
+)
+
+
+def with_spec_rule(rule: str, message: str, field_path: str = "") -> str:
+    """The spec model with one more CEL rule (`x-kubernetes-validations`) on `spec`."""
+    extra = f', "fieldPath": {field_path!r}' if field_path else ""
+    return f"""
+from pydantic import ConfigDict
+
+
+class ConfJobSpec(ConfJobSpec):
+    model_config = ConfJobSpec.model_config | ConfigDict(json_schema_extra={{
+        "x-kubernetes-validations": [{{"rule": {rule!r}, "message": {message!r}{extra}}}]
+    }})
+"""
+
+
+# A CEL rule naming a field the spec does not have: the API server refuses the CRD.
+UNCOMPILABLE_CEL_RULE = with_spec_rule(
+    "self.replicaSpecs.all(r, r.replicas <= self.maxReplicas)",
+    "at most maxReplicas replicas of each type",
+)
+
+# validate no longer checks containers, and the CRD has no rule about them either: the invalid
+# example (a replica without containers) is admitted by the API server and would run.
+INVALID_EXAMPLE_ADMITTED = """
+@hookimpl
+def t9kjobs_validate(job):
+    spec = job.spec_as(ConfJobSpec)
+    return run_mode_problems(spec.run_mode, [rs.type for rs in spec.replica_specs])
+"""
+
+# Not broken: a rule only the API server checks (validate does not), and an invalid example
+# that it refuses, at the path the example names.
+ADMISSION_ONLY_RULE = with_spec_rule(
+    "self.replicaSpecs.all(r, r.replicas <= 4)", "at most 4 replicas of each type", ".replicaSpecs"
+)

@@ -1,0 +1,212 @@
+"""The conformance kit fails each deliberately broken plugin of `broken`, with a message that
+says what to fix, and passes the same plugin fixed.
+
+Each test runs the kit on the good plugin of tests/unit/core/testing/test_conformance.py with one mistake
+appended, and checks which contract fails and what it says; the contracts the mistake does not
+touch still pass. Tests that need the admission tier use the session's API server
+(`kit_kubeconfig`); the others deselect its contracts.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.unit.core.testing.kit import broken
+from tests.unit.core.testing.test_conformance import (
+    ALL_CONTRACTS,
+    GOOD_PLUGIN,
+    INVALID,
+    INVALID_PATH,
+    KitRun,
+    install_plugin,
+    kit_on,
+    run_kit,
+    write_examples,
+)
+
+pytest_plugins = ["pytester"]
+
+
+def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRun:
+    """The kit on the good plugin with `source` appended, in place of the broken plugin
+    `broken_name` (uninstalled: both serve ConfJob), the examples already written."""
+    shutil.rmtree(pytester.path / f"{broken_name}-0.1.dist-info")
+    install_plugin(pytester, f"{broken_name}_fixed", GOOD_PLUGIN + source)
+    return run_kit(pytester, f"{broken_name}_fixed")
+
+
+# (broken plugin, the one contract it fails, what the report says: the contract and the fix)
+BROKEN: list[tuple[str, str, list[str]]] = [
+    (
+        broken.RESTARTING_COUNTS_AS_DONE,
+        "test_compute_status_waits_for_restarting_replicas[job.yaml]",
+        [
+            "contract violated: No Succeeded while a replica the job waits for is restarting",
+            "returned Succeeded (NoneRunning) for conf-worker-0 Restarting, conf-worker-1"
+            " Succeeded, but no verdict while conf-worker-0 was Running",
+            "judge it as a running one",
+        ],
+    ),
+    (
+        broken.SUBDOMAIN_WITHOUT_SERVICE,
+        "test_subdomains_have_headless_services[job.yaml]",
+        [
+            "pod conf-worker-0 sets spec.subdomain 'conf', but the job creates no Service 'conf'",
+            "return t9kjobs.objects.headless_service(job) from t9kjobs_build_objects",
+        ],
+    ),
+    (
+        broken.MOUNTS_UNDECLARED_SECRET,
+        "test_pods_use_only_declared_objects[job.yaml]",
+        [
+            "pod conf-worker-0 uses Secret 'conf-keys' (volume keys), which the job neither"
+            " creates nor names in its spec",
+            "return it from t9kjobs_build_objects",
+        ],
+    ),
+    (
+        broken.UNKNOWN_TRAINING_CONTAINER,
+        "test_training_container_exists[job.yaml]",
+        [
+            "conf-worker-0: DesiredPod.training_container is 'trainer', but the pod's containers"
+            " are ['main']: name a container of the replica's template",
+        ],
+    ),
+    (
+        broken.RUN_MODE_PROBLEMS_DROPPED,
+        "test_validate_checks_run_mode[job.yaml]",
+        [
+            "spec.runMode.debug.replicaSpecs[0].type: 'conformance-no-such-type' names no replica"
+            " type of the job, and validate says nothing about it",
+            "t9kjobs.validation.run_mode_problems(spec.run_mode",
+        ],
+    ),
+    (
+        broken.RESTART_POLICY_IGNORED,
+        "test_pods_follow_restart_policy[job.yaml]",
+        [
+            "with spec.replicaSpecs[0].restartPolicy: Never, the pods of that replica keep"
+            " another restart policy (conf-worker-0: OnFailure, conf-worker-1: OnFailure)",
+            "RestartRule.of(replica.restart_policy)",
+        ],
+    ),
+    (
+        broken.STATUS_NEVER_FILLED,
+        "test_status_model_is_filled[ConfJob]",
+        [
+            "ConfJobStatus declares hosts, but the plugin implements no t9kjobs_update_status",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "contract", "says"),
+    BROKEN,
+    ids=[
+        "restarting",
+        "subdomain",
+        "undeclared-secret",
+        "training-container",
+        "run-mode",
+        "restart-policy",
+        "status",
+    ],
+)
+def test_a_broken_plugin_fails_its_contract_only(
+    pytester: pytest.Pytester, source: str, contract: str, says: list[str]
+) -> None:
+    run = kit_on(pytester, "conf_broken", source)
+    assert set(run.failed) == {contract}, set(run.failed)
+    for text in says:
+        assert text in run.failed[contract]
+
+
+@pytest.mark.parametrize(
+    ("source", "fixed", "contract"),
+    [
+        (
+            broken.SUBDOMAIN_WITHOUT_SERVICE,
+            broken.FIXED_SUBDOMAIN,
+            "test_subdomains_have_headless_services[job.yaml]",
+        ),
+        (broken.STATUS_NEVER_FILLED, broken.FIXED_STATUS, "test_status_model_is_filled[ConfJob]"),
+    ],
+    ids=["subdomain", "status"],
+)
+def test_the_fix_the_kit_names_passes(
+    pytester: pytest.Pytester, source: str, fixed: str, contract: str
+) -> None:
+    assert contract in kit_on(pytester, "conf_broken", source).failed
+    run = fixed_run(pytester, "conf_broken", fixed)
+    assert run.failed == {}
+    assert contract in run.passed
+
+
+def test_an_uncompilable_cel_rule_fails_at_the_kit(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
+    run = kit_on(pytester, "conf_cel", broken.UNCOMPILABLE_CEL_RULE, kubeconfig=kit_kubeconfig)
+    report = run.failed["test_crd_is_accepted_by_the_api_server[ConfJob]"]
+    assert "contract violated: A real API server accepts the kind's CRD" in report
+    assert (
+        "the CEL rule on spec: 'self.replicaSpecs.all(r, r.replicas <= self.maxReplicas)'" in report
+    )
+    assert "undefined field 'maxReplicas'" in report
+    # The offline checks cannot see it; the examples cannot be admitted without the CRD.
+    assert "test_crd_is_structural[ConfJob]" in run.passed
+    assert set(run.failed) == {
+        "test_crd_is_accepted_by_the_api_server[ConfJob]",
+        "test_example_is_admitted[job.yaml]",
+    }
+
+
+def test_an_invalid_example_the_api_server_admits_fails(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
+    run = kit_on(
+        pytester, "conf_admitted", broken.INVALID_EXAMPLE_ADMITTED, kubeconfig=kit_kubeconfig
+    )
+    assert set(run.failed) == {"test_invalid_example_is_rejected[invalid/bad.yaml]"}
+    report = run.failed["test_invalid_example_is_rejected[invalid/bad.yaml]"]
+    assert f"invalid/bad.yaml was accepted; it should be rejected at {INVALID_PATH}" in report
+    assert "the API server admits it too (`kubectl apply` would create the job)" in report
+
+
+def test_an_invalid_example_refused_at_admission_only_passes(
+    pytester: pytest.Pytester, kit_kubeconfig: Path
+) -> None:
+    install_plugin(pytester, "conf_cel_only", GOOD_PLUGIN + broken.ADMISSION_ONLY_RULE)
+    write_examples(pytester)
+    too_many = INVALID.format(path="spec.replicaSpecs").replace(
+        "template:\n        spec: {}",
+        "replicas: 5\n      template:\n        spec:\n          containers: [{name: main, image: busybox}]",
+    )
+    (pytester.path / "examples" / "invalid" / "too-many.yaml").write_text(too_many)
+    run = run_kit(pytester, "conf_cel_only", kubeconfig=kit_kubeconfig)
+    assert run.failed == {}
+    assert run.passed == {*ALL_CONTRACTS, "test_invalid_example_is_rejected[invalid/too-many.yaml]"}
+
+
+def test_without_an_api_server_the_admission_tests_fail_saying_where_it_looked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("T9KJOBS_BIN_DIR", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("T9KJOBS_CACHE", str(pytester.path / "no-cache"))
+    monkeypatch.setenv("PATH", str(pytester.path / "no-bin"))
+    install_plugin(pytester, "conf_serverless", GOOD_PLUGIN)
+    write_examples(pytester)
+    recorder = pytester.inline_run("--t9kjobs-conformance=conf_serverless")
+    failed = {r.nodeid.split("::")[1]: r.longreprtext for r in recorder.listoutcomes()[2]}
+    assert set(failed) == {
+        "test_crd_is_accepted_by_the_api_server[ConfJob]",
+        "test_example_is_admitted[job.yaml]",
+    }
+    for report in failed.values():
+        assert "the admission tier needs an API server: no etcd and kube-apiserver" in report
+        assert f"in {pytester.path / 'no-cache'}/bin/k8s-*" in report
+        assert "give --t9kjobs-kubeconfig=PATH" in report
