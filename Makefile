@@ -102,7 +102,7 @@ chaos: $(STAMP)
 	CHAOS_JOBS=$(CHAOS_JOBS) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_FREEZES=$(CHAOS_FREEZES) \
 		CHAOS_APISERVER_RESTARTS=$(CHAOS_APISERVER_RESTARTS) $(BIN)/pytest -s tests/chaos
 
-# Regenerate the generated parts of docs/plugin-guide.md from the hook docstrings.
+# Regenerate docs/plugin-reference.md and the generated parts of docs/plugin-guide.md.
 plugin-guide: $(STAMP)
 	$(BIN)/python hack/gen_plugin_guide.py
 

@@ -1,4 +1,4 @@
-"""Worked examples of the hooks for docs/plugin-guide.md, executed whenever the guide is rendered.
+"""Worked examples of the hooks for docs/plugin-reference.md, run whenever it is rendered.
 
 Each example is a few Python lines, run in order in one namespace as in a REPL: the value of
 the last line of each step is shown under it, in the guide, as the hook returned it. Rendering

@@ -1,4 +1,4 @@
-"""The reference of the shared models for docs/plugin-guide.md, rendered from `t9kjobs.models`.
+"""The reference of the shared models for docs/plugin-reference.md, rendered from `t9kjobs.models`.
 
 Every model the package exports gets a table of its fields: the name on the wire (and the other
 spellings it accepts), the type as the source writes it, the default, and the description

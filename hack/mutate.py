@@ -24,6 +24,7 @@ again against all of the module's tests before it counts as surviving.
     python hack/mutate.py                        # every module; rewrites docs/testing.md
     python hack/mutate.py plugins/pytorch/*.py   # these modules; prints survivors
     python hack/mutate.py --list core/kinds.py   # the mutants, not run
+    python hack/mutate.py --write-equivalent     # the equivalent mutants' list, from its file
 """
 
 from __future__ import annotations
@@ -521,11 +522,35 @@ def _table(scores: list[Score]) -> Iterator[str]:
 _SECTION = re.compile(
     r"(<!-- BEGIN GENERATED: mutation -->\n).*?(<!-- END GENERATED: mutation -->)", re.DOTALL
 )
+_EQUIVALENT_SECTION = re.compile(
+    r"(<!-- BEGIN GENERATED: mutation-equivalent -->\n).*?"
+    r"(<!-- END GENERATED: mutation-equivalent -->)",
+    re.DOTALL,
+)
 
 
-def write_doc(
-    scores: list[Score], equivalent: dict[str, str], seconds: float, workers: int
-) -> None:
+def _rewrite(section: re.Pattern[str], name: str, lines: list[str]) -> None:
+    text = DOC.read_text()
+    if not section.search(text):
+        raise SystemExit(f"{DOC}: no `<!-- BEGIN GENERATED: {name} -->` section")
+    body = "\n".join(lines)
+    DOC.write_text(section.sub(lambda m: m.group(1) + body + m.group(2), text))
+
+
+def write_equivalent(equivalent: dict[str, str]) -> None:
+    """The list of equivalent mutants, from hack/mutate-equivalent.toml: rewritten by every run
+    (a run of some modules too), as it follows the file, not the run."""
+    lines = [
+        "Equivalent mutants (excluded from the scores; `hack/mutate-equivalent.toml`):",
+        "",
+        *(f"- `{key}`: {why}" for key, why in sorted(equivalent.items())),
+        "",
+    ]
+    _rewrite(_EQUIVALENT_SECTION, "mutation-equivalent", lines)
+
+
+def write_doc(scores: list[Score], seconds: float, workers: int) -> None:
+    """The scores of a full run."""
     minutes, secs = divmod(round(seconds), 60)
     lines = [
         f"Last full run: `make mutate`, {sum(s.mutants for s in scores)} mutants in"
@@ -533,16 +558,8 @@ def write_doc(
         "",
         *_table(scores),
         "",
-        "Equivalent mutants (excluded from the scores; `hack/mutate-equivalent.toml`):",
-        "",
-        *(f"- `{key}`: {why}" for key, why in sorted(equivalent.items())),
-        "",
     ]
-    text = DOC.read_text()
-    if not _SECTION.search(text):
-        raise SystemExit(f"{DOC}: no `<!-- BEGIN GENERATED: mutation -->` section")
-    body = "\n".join(lines)
-    DOC.write_text(_SECTION.sub(lambda m: m.group(1) + body + m.group(2), text))
+    _rewrite(_SECTION, "mutation", lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -550,7 +567,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", help="modules to mutate (default: all covered)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants at once")
     parser.add_argument("--list", action="store_true", help="list the mutants; run nothing")
+    parser.add_argument(
+        "--write-equivalent",
+        action="store_true",
+        help="rewrite the list of equivalent mutants in docs/testing.md; run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.write_equivalent:
+        write_equivalent(load_equivalent())
+        return 0
     paths = modules(args.paths)
     equivalent = load_equivalent()
     every = {p: mutants_of(p) for p in paths}
@@ -635,8 +660,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.paths:
         if stale:
             print("equivalent mutants no module has any more (remove them):", *sorted(stale))
-        write_doc(list(scores.values()), equivalent, seconds, args.jobs)
+        write_doc(list(scores.values()), seconds, args.jobs)
         print(f"scores written to {DOC}")
+    write_equivalent(equivalent)
     return 0
 
 

@@ -21,13 +21,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[1]
 HACK = REPO / "hack" / "cluster"
@@ -115,26 +116,13 @@ class Cluster:
         interval: float = 0.25,
         message: str = "condition",
     ) -> T:
-        """Call ``fn`` until it returns a truthy value and return that value.
+        """Call ``fn`` until it returns a truthy value and return that value
+        (``tests.waiting.until``; any exception of ``fn`` is retried).
 
         Fails the test after ``timeout`` seconds; the last exception ``fn`` raised (if any) is
         chained. Use generous timeouts: this checks that something happens, not how fast.
         """
-        deadline = time.monotonic() + timeout
-        last_exc: BaseException | None = None
-        while True:
-            try:
-                value = fn()
-                if value:
-                    return value
-                last_exc = None
-            except Exception as exc:  # retried until the deadline
-                last_exc = exc
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out after {timeout}s waiting for {message}"
-                ) from last_exc
-            time.sleep(interval)
+        return until(fn, timeout, interval=interval, what=message, retry=Exception)
 
     def stop(self) -> None:
         """Stop the cluster if this run started it (idempotent)."""

@@ -14,7 +14,8 @@ __all__ = ["add_operator_parser"]
 def _run(args: argparse.Namespace, manager: PluginManager) -> int:
     # Imported here: the CLI's offline commands must not pay for the controller's imports.
     from t9kjobs.controller.logs import configure_logging
-    from t9kjobs.controller.operator import Operator, Options
+    from t9kjobs.controller.operator import Operator
+    from t9kjobs.controller.options import Options
     from t9kjobs.controller.startup import StartupError
 
     if not args.network_policy and (

@@ -13,31 +13,18 @@ Warning Event (a job that already finished is left alone):
 Transient failures (5xx, 401/403 such as an exceeded quota, 404, 408, 409, 410, 429, timeouts,
 connection errors) are retried with the work queue's backoff and shown, while they last, as a
 `Degraded` condition; the next successful reconcile clears it.
+
+This module names the causes (what the API server's answer means); the statuses they lead to
+are the planner's (`t9kjobs.planner.failure`).
 """
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from t9kjobs.kube.transport import ApiError
-from t9kjobs.models import JobStatus
-from t9kjobs.planner.conditions import set_condition
 from t9kjobs.vocabulary import Obj
 
-__all__ = [
-    "MESSAGE_LIMIT",
-    "CannotHandle",
-    "ChildRejected",
-    "cut",
-    "degraded_status",
-    "failed_status",
-    "refused_for_good",
-    "stored_status",
-]
+__all__ = ["CannotHandle", "ChildRejected", "refused_for_good"]
 
-
-# Condition and Event messages are cut here: an Event's message is at most 1 KiB.
-MESSAGE_LIMIT = 1000
 
 _TRANSIENT_4XX = frozenset({401, 403, 404, 408, 409, 410, 429})
 
@@ -60,36 +47,3 @@ class ChildRejected(Exception):
 def refused_for_good(error: ApiError) -> bool:
     """A 4xx answer that the same request will get again: 400, 413, 415, 422..."""
     return 400 <= error.status < 500 and error.status not in _TRANSIENT_4XX
-
-
-def cut(message: str) -> str:
-    """`message`, cut to `MESSAGE_LIMIT` characters."""
-    return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 3] + "..."
-
-
-def stored_status(raw: Obj, model: type[JobStatus]) -> JobStatus:
-    """The job's status as stored, or an empty one when the stored one does not parse."""
-    try:
-        return model.model_validate(raw.get("status") or {})
-    except ValidationError:
-        return model()
-
-
-def failed_status(status: JobStatus, reason: str, message: str, now: str) -> JobStatus | None:
-    """`status` ended Failed for `reason`; None when it had finished already."""
-    if status.finished:
-        return None
-    out = status.model_copy(deep=True)
-    out.phase = "Failed"
-    out.completion_time = now
-    set_condition(out, "Failed", True, reason, cut(message), now)
-    return out
-
-
-def degraded_status(status: JobStatus, reason: str, message: str, now: str) -> JobStatus | None:
-    """`status` with a Degraded condition saying why; None when nothing changed."""
-    if status.finished:
-        return None
-    out = status.model_copy(deep=True)
-    set_condition(out, "Degraded", True, reason, cut(message), now)
-    return None if out == status else out

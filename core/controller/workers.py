@@ -37,7 +37,7 @@ def work(queue: WorkQueue[JobKey], reconciler: Reconciler, metrics: Metrics) -> 
         kind = key[0]
         started = time.monotonic()
         try:
-            requeue = reconciler.reconcile(key)
+            outcome = reconciler.reconcile(key)
         except Exception as exc:
             result = "conflict" if isinstance(exc, ApiError) and exc.status == 409 else "error"
             metrics.reconcile_errors.labels(kind, error_label(exc)).inc()
@@ -48,8 +48,10 @@ def work(queue: WorkQueue[JobKey], reconciler: Reconciler, metrics: Metrics) -> 
         else:
             result = "ok"
             queue.forget(key)
-            if requeue is not None:
-                queue.add_after(key, requeue + 0.5)
+            if outcome.at_once:
+                queue.add(key)  # taken again once this worker is done with it
+            elif outcome.requeue_after is not None:
+                queue.add_after(key, outcome.requeue_after + 0.5)
         finally:
             queue.done(key)
             metrics.reconciles.labels(kind, result).inc()

@@ -1,4 +1,16 @@
-"""Pydantic models of what every kind shares. Each plugin owns the spec model of its kind."""
+"""Pydantic models of what every kind shares. Each plugin owns the spec model of its kind.
+
+A module per part of a job: `job` (the job, its spec and metadata), `replica` (a replica type
+and its restart policy), `run_mode` (debug, pause, resume), `policies` (cleanup, deadline,
+restart budget, scheduling), `elastic`, `pod` (the pod template), `ssh` (SSH keys and sshd),
+`status`, `bounds` (the limits); `_base` is the base of every model and `_spellings` the fields
+with two spellings.
+
+Cross-field rules are declared twice: as CEL (`x-kubernetes-validations`, copied into the CRDs
+by `t9kjobs.crds`) for the API server's admission, and as pydantic validators for `t9kjobs
+validate`. Transition rules (those reading `oldSelf`) exist only as CEL: they need the stored
+object.
+"""
 
 from t9kjobs.models._base import ApiModel, drop_nulls, dump
 from t9kjobs.models.bounds import (
@@ -12,29 +24,7 @@ from t9kjobs.models.bounds import (
     NAME_PATTERN,
     check_replica_specs,
 )
-from t9kjobs.models.common import (
-    ELASTIC_ON,
-    RETRYABLE_EXIT_CODES,
-    Args,
-    CleanUpPolicy,
-    DebugMode,
-    ElasticConfig,
-    GeneratedCommandRunMode,
-    PauseMode,
-    ReplicaDebugSet,
-    ReplicaSpec,
-    ReplicaType,
-    RestartPolicy,
-    RestartPolicyType,
-    RestartRule,
-    ResumeSpec,
-    RunMode,
-    RunModeName,
-    RunPolicy,
-    SchedulePolicy,
-    T9kScheduler,
-    not_elastic_rule,
-)
+from t9kjobs.models.elastic import ELASTIC_ON, ElasticConfig, not_elastic_rule
 from t9kjobs.models.job import (
     API_GROUP,
     API_VERSION,
@@ -52,6 +42,25 @@ from t9kjobs.models.pod import (
     PodTemplate,
     PodTemplateShape,
     SshPodTemplate,
+)
+from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy, T9kScheduler
+from t9kjobs.models.replica import (
+    RETRYABLE_EXIT_CODES,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    RestartPolicyType,
+    RestartRule,
+)
+from t9kjobs.models.run_mode import (
+    Args,
+    DebugMode,
+    GeneratedCommandRunMode,
+    PauseMode,
+    ReplicaDebugSet,
+    ResumeSpec,
+    RunMode,
+    RunModeName,
 )
 from t9kjobs.models.status import (
     FINISHED_PHASES,

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
-from t9kjobs.models.common import CleanUpPolicy, RunMode, RunPolicy, SchedulePolicy
 from t9kjobs.models.pod import DNS_LABEL
+from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy
+from t9kjobs.models.run_mode import RunMode
 from t9kjobs.models.status import JobStatus
 
 __all__ = [

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from t9kjobs.models._base import ApiModel
-from t9kjobs.models.common import RunModeName
+from t9kjobs.models.run_mode import RunModeName
 
 __all__ = [
     "FINISHED_PHASES",

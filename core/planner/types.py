@@ -106,3 +106,6 @@ class Plan:
     events: Sequence[Event] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines).
     requeue_after: float | None = None
+    # A new job's first status may wait this many seconds more, to be folded into the one its
+    # running pods bring (`t9kjobs.planner.plan`); None: it is written now if it changed.
+    status_due_in: float | None = None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from t9kjobs.kube.transport import Transport
 from t9kjobs.testing.harness.process import OperatorProcess
+from tests.waiting import until
 
 __all__ = ["LEASE", "Replicas"]
 
@@ -90,13 +91,19 @@ class Replicas:
 
     def wait_leader(self, other_than: str = "", timeout: float = 90) -> tuple[str, float]:
         """A live replica other than `other_than` holding the Lease, and when it was seen."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def leader() -> tuple[str, float] | None:
             holder = self.holder()
             if holder and holder != other_than and self.alive(holder):
                 return holder, time.time()
-            time.sleep(0.2)
-        raise AssertionError(f"no replica other than {other_than!r} took the Lease in {timeout}s")
+            return None
+
+        return until(
+            leader,
+            timeout,
+            interval=0.2,
+            what=f"a live replica other than {other_than!r} to hold the Lease",
+        )
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -106,13 +113,13 @@ class Replicas:
         os.kill(process.pid, sig)
 
     def wait_exit(self, identity: str, timeout: float = 60) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            codes = [code for i, code in self.exits if i == identity]
-            if codes:
-                return codes[0]
-            time.sleep(0.1)
-        raise AssertionError(f"{identity} did not exit in {timeout}s")
+        codes = until(
+            lambda: [code for i, code in self.exits if i == identity],
+            timeout,
+            interval=0.1,
+            what=f"{identity} to exit",
+        )
+        return codes[0]
 
     def stop(self) -> None:
         """SIGTERM every replica (a clean stop releases the Lease)."""

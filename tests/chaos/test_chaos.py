@@ -22,6 +22,7 @@ Each must be zero. The size comes from the environment: `CHAOS_JOBS` (27), `CHAO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ from tests.chaos.observer import Observer
 from tests.chaos.replicas import LEASE, Replicas
 from tests.chaos.workload import PLURALS, Scripted, workload
 from tests.cluster import Cluster, fresh_namespace
+from tests.waiting import TimedOut, until
 
 Obj = dict[str, Any]
 
@@ -119,17 +121,22 @@ class Chaos:
     def _retry(self, what: str, call: Any, done: int = 0) -> Any:
         """`call()`, retried while the API server restarts; an answer `done` (the 409 of a
         creation, the 404 of a deletion, whose first try went through) ends it too."""
-        deadline = time.monotonic() + 120
-        while True:
+
+        def attempt() -> tuple[Any]:
             try:
-                return call()
+                return (call(),)
             except Exception as exc:
                 status = getattr(exc, "status", 0)
                 if status and status == done:
-                    return None
-                if status in (404, 409) or time.monotonic() > deadline:
+                    return (None,)
+                if status in (404, 409):
                     raise AssertionError(f"{what}: {exc}") from exc
-                time.sleep(0.5)
+                raise
+
+        def retried(exc: Exception) -> bool:
+            return not isinstance(exc, AssertionError)
+
+        return until(attempt, 120, interval=0.5, what=what, retry=retried)[0]
 
     def _submit(self, wave: list[Scripted]) -> None:
         for job in wave:
@@ -204,14 +211,16 @@ class Chaos:
 
     def finish(self, timeout: float = 300) -> list[Obj]:
         """Wait for every job still there to finish (or `timeout`); the jobs, as listed then."""
-        deadline = time.monotonic() + timeout
-        while True:
-            jobs = self._jobs()
-            if all((j.get("status") or {}).get("phase") in ("Succeeded", "Failed") for j in jobs):
-                break
-            if time.monotonic() > deadline:
-                break
-            time.sleep(2)
+        with contextlib.suppress(TimedOut):  # the jobs still running are judged stuck
+            until(
+                lambda: all(
+                    (j.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+                    for j in self._jobs()
+                ),
+                timeout,
+                interval=2,
+                what="every job finished",
+            )
         time.sleep(5)  # the last status writes and Events
         return self._jobs()
 

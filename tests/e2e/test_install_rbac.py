@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.operator import REPO
 from tests.unit.deploy.test_chart import CHART, CLUSTER_WIDE, install_tool, render_chart
 from tests.unit.deploy.test_dockerfile import build_context
+from tests.waiting import until
 
 Obj = dict[str, Any]
 Triple = tuple[str, str, str]  # (API group, resource[/subresource], verb)
@@ -251,17 +251,19 @@ class PodOperator(ServerProcess):
 
     def wait_leading(self, timeout: float = 90) -> None:
         """Ready is not enough: a standby is ready too. Wait until it leads and has synced."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def leads() -> bool:
             assert not self.exited(), f"operator exited: {self.log_tail()}"
-            try:
-                leads = "t9kjobs_leader 1.0" in self.get("/metrics", self.metrics_port)[1]
-                if leads and self.ready():
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"operator never led: {self.log_tail()}")
+            metrics = self.get("/metrics", self.metrics_port)[1]
+            return "t9kjobs_leader 1.0" in metrics and self.ready()
+
+        until(
+            leads,
+            timeout,
+            interval=0.5,
+            what=lambda: f"the operator to lead; its log ends:\n{self.log_tail()}",
+            retry=OSError,
+        )
 
 
 @pytest.fixture(scope="module")

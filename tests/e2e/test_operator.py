@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
 import yaml
 
 from t9kjobs.testing.harness.simulation import simulate, without_claims
+from tests import waiting
 from tests.e2e.operator import REPO, OperatorProcess, operator
 
 __all__ = ["operator"]  # the fixture, imported for this module
@@ -55,16 +55,23 @@ def job_status(cluster: Any, doc: dict[str, Any]) -> dict[str, Any]:
 
 def watch_phases(cluster: Any, doc: dict[str, Any], until: str, timeout: float = 180) -> list[str]:
     seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def reached() -> bool:
         phase = job_status(cluster, doc).get("phase")
         if phase and (not seen or seen[-1] != phase):
             seen.append(phase)
         if phase == until:
-            return seen
+            return True
         assert phase not in ("Succeeded", "Failed") or phase == until, f"ended {phase}: {seen}"
-        time.sleep(0.2)
-    raise AssertionError(f"job never reached {until}; phases seen: {seen}")
+        return False
+
+    waiting.until(
+        reached,
+        timeout,
+        interval=0.2,
+        what=lambda: f"the job to reach {until}; phases seen: {seen}",
+    )
+    return seen
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ itself once it is gone."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster
 from tests.e2e.operator import OperatorProcess, operator
+from tests.waiting import throughout
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
@@ -100,10 +100,13 @@ def test_a_planted_object_holds_every_pod_until_it_is_gone(
         e["involvedObject"]["name"] == name and e["type"] == "Warning"
         for e in json.loads(events)["items"]
     )
+
     # Looked at again every 10 s: still no pod after two more looks.
-    for _ in range(7):
+    def no_pod() -> bool:
         assert _pods(cluster, namespace, name) == []
-        time.sleep(3)
+        return True
+
+    throughout(no_pod, 21, interval=3, what=f"no pod of {name} while {planted} exists")
 
     cluster.kubectl("-n", namespace, "delete", kind.lower(), planted)
     cluster.poll(

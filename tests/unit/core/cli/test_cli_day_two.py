@@ -16,7 +16,7 @@ import pytest
 
 from t9kjobs.cli.cluster import CliError, JobRef, deciding_replica, find_kind, replica_id
 from t9kjobs.cli.completion import complete_job
-from t9kjobs.cli.describe import _age, _shown_command, render
+from t9kjobs.cli.describe_text import _age, _shown_command, render
 from t9kjobs.cli.logs import parse_duration
 from t9kjobs.cli.progress import find_progress
 from t9kjobs.cli.version import version_text

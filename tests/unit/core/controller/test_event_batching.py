@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.operator import Operator, Options
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import Resource
@@ -60,75 +61,76 @@ def operator(tmp_path: Path, manager: PluginManager) -> Iterator[Operator]:
         )
     )
     op = Operator(Options(kubeconfig=str(kubeconfig), child_batch_period=30), manager)
-    op.job_resources = {KIND: Resource("batch.tensorstack.dev", "v1beta1", "x", KIND)}
+    resource = Resource("batch.tensorstack.dev", "v1beta1", "x", KIND)
+    op.jobs.reconciler.cache = Cache(job_resources={KIND: resource}, job_stores={})
     yield op
-    op.queue.shutdown()
+    op.jobs.queue.shutdown()
     op.events.close()
     op.creator.shutdown()
 
 
 def queued_now(op: Operator) -> list[Any]:
     keys = []
-    while len(op.queue):
-        key = op.queue.get()
+    while len(op.jobs.queue):
+        key = op.jobs.queue.get()
         keys.append(key)
-        op.queue.done(key)  # type: ignore[arg-type]
+        op.jobs.queue.done(key)  # type: ignore[arg-type]
     return keys
 
 
 def test_a_new_job_and_a_new_generation_are_queued_at_once(operator: Operator) -> None:
-    operator._on_job("ADDED", JOB)
+    operator.jobs.on_job("ADDED", JOB)
     assert queued_now(operator) == [KEY]
     changed = copy.deepcopy(JOB)
     changed["metadata"]["generation"] = 2
-    operator._on_job("MODIFIED", changed)
+    operator.jobs.on_job("MODIFIED", changed)
     assert queued_now(operator) == [KEY]
 
 
 def test_a_status_change_waits_for_the_batch(operator: Operator) -> None:
-    operator._on_job("ADDED", JOB)
+    operator.jobs.on_job("ADDED", JOB)
     queued_now(operator)
     with_status = {**JOB, "status": {"phase": "Running"}}
-    operator._on_job("MODIFIED", with_status)
+    operator.jobs.on_job("MODIFIED", with_status)
     assert queued_now(operator) == []
-    assert KEY in operator.queue._waiting
+    assert KEY in operator.jobs.queue._waiting
 
 
 def test_children_wait_for_the_batch_and_only_controlled_ones_count(operator: Operator) -> None:
-    operator._on_child("ADDED", POD)
+    operator.jobs.on_child("ADDED", POD)
     assert queued_now(operator) == []
-    assert list(operator.queue._waiting) == [KEY]
+    assert list(operator.jobs.queue._waiting) == [KEY]
     stranger = copy.deepcopy(POD)
     stranger["metadata"]["ownerReferences"][0]["kind"] = "Deployment"
     stranger["metadata"]["ownerReferences"][0]["name"] = "other"
-    operator._on_child("ADDED", stranger)
-    assert list(operator.queue._waiting) == [KEY]
+    operator.jobs.on_child("ADDED", stranger)
+    assert list(operator.jobs.queue._waiting) == [KEY]
 
 
 def test_a_finished_pod_queues_its_job_sooner(operator: Operator) -> None:
-    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})
-    running_due = operator.queue._waiting[KEY]
-    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
-    finished_due = operator.queue._waiting[KEY]
+    operator.jobs.on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})
+    running_due = operator.jobs.queue._waiting[KEY]
+    operator.jobs.on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
+    finished_due = operator.jobs.queue._waiting[KEY]
     # 30 s for any change (the fixture's batch), 0.25 s for a pod that finished.
     assert running_due - finished_due > 25
 
 
 def test_a_finished_pod_puts_its_job_ahead_of_jobs_still_to_start(operator: Operator) -> None:
     for i in range(3):
-        operator._on_job("ADDED", {**JOB, "metadata": {**JOB["metadata"], "name": f"new-{i}"}})
-    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
-    operator._on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})  # not urgent
-    assert KEY in operator.queue._waiting_urgent
+        operator.jobs.on_job("ADDED", {**JOB, "metadata": {**JOB["metadata"], "name": f"new-{i}"}})
+    operator.jobs.on_child("MODIFIED", {**POD, "status": {"phase": "Succeeded"}})
+    operator.jobs.on_child("MODIFIED", {**POD, "status": {"phase": "Running"}})  # not urgent
+    assert KEY in operator.jobs.queue._waiting_urgent
     time.sleep(operator.options.finished_pod_batch_period + 0.05)
     assert queued_now(operator)[0] == KEY
 
 
 def test_a_deleted_job_is_forgotten(operator: Operator) -> None:
-    operator._on_job("ADDED", JOB)
-    operator._on_job("DELETED", JOB)
+    operator.jobs.on_job("ADDED", JOB)
+    operator.jobs.on_job("DELETED", JOB)
     queued_now(operator)
-    operator._on_job("ADDED", JOB)  # the same name again: a new job, at once
+    operator.jobs.on_job("ADDED", JOB)  # the same name again: a new job, at once
     assert queued_now(operator) == [KEY]
 
 
@@ -156,8 +158,8 @@ def test_a_pod_gone_or_ended_of_a_finished_job_whose_replicas_ended_queues_nothi
     """The pod collector marks and deletes thousands of ended pods in a long run: of a job
     finished with every replica ended, that is no work; of any other, or a pod still active or
     new, it is."""
-    jobs = operator.job_stores[KIND] = Store()
+    jobs = operator.cache.job_stores[KIND] = Store()
     if status is not None:
         jobs.put({**JOB, "status": status})
-    operator._on_child(event, {**POD, "status": {"phase": pod_phase}})
-    assert (KEY in operator.queue._waiting) is queued
+    operator.jobs.on_child(event, {**POD, "status": {"phase": pod_phase}})
+    assert (KEY in operator.jobs.queue._waiting) is queued

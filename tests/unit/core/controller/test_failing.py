@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
+from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
+from t9kjobs.vocabulary import Obj
 from tests.unit.core.kube.fake_transport import FakeTransport
 
-from .test_reconciler import JOB, KEY, KIND, status_writes
-
-Obj = dict[str, Any]
+from .test_reconciler import JOB, KEY, KIND, settle, status_writes
 
 
 @pytest.fixture
@@ -41,19 +41,17 @@ class Harness:
         fake.seed(resource.path(KEY[1], KEY[2]), copy.deepcopy(job))
         self.children = {kind: Store() for kind in CHILD_RESOURCES}
         self.recorder = EventRecorder(fake.as_transport())
+        absent = frozenset({"PodGroup", "TensorBoard"})
         self.reconciler = Reconciler(
             fake.as_transport(),
             manager,
-            {KIND: resource},
-            {KIND: self.jobs},
-            self.children,
-            frozenset({"PodGroup", "TensorBoard"}),
+            Cache({KIND: resource}, {KIND: self.jobs}, self.children, absent),
             self.recorder,
         )
 
     def reconcile_stored(self) -> None:
         """Reconcile again: the store holds the job as the last status write left it."""
-        self.reconciler.reconcile(KEY)
+        settle(self.reconciler, KEY)
 
     def events(self) -> list[Obj]:
         self.recorder.close()
@@ -76,7 +74,7 @@ def test_a_pod_the_api_server_refuses_fails_the_job_with_its_message(
             )
 
     h = Harness(manager, FakeTransport(before=refuse), JOB)
-    h.reconciler.reconcile(KEY)  # no exception: nothing to retry
+    settle(h.reconciler, KEY)  # no exception: nothing to retry
     writes = status_writes(h.fake)
     status = writes[-1]
     assert status["phase"] == "Failed"
@@ -99,7 +97,7 @@ def test_a_server_error_is_retried_and_shown_until_it_passes(
 
     h = Harness(manager, FakeTransport(before=unavailable), JOB)
     with pytest.raises(ApiError):  # for the work queue to retry with backoff
-        h.reconciler.reconcile(KEY)
+        settle(h.reconciler, KEY)
     *_, retrying = status_writes(h.fake)
     assert retrying.get("phase") != "Failed"
     ok, reason, message = condition(retrying, "Degraded")
@@ -122,7 +120,7 @@ def test_a_plugin_that_raises_fails_the_job_once_not_on_every_retry(
     monkeypatch.setattr(hooks, "build_pods", broken)
     monkeypatch.setattr(manager, "hooks_for", lambda kind: hooks)
     h = Harness(manager, FakeTransport(), JOB)
-    h.reconciler.reconcile(KEY)
+    settle(h.reconciler, KEY)
     [status] = status_writes(h.fake)
     assert status["phase"] == "Failed"
     _, reason, message = condition(status, "Failed")
@@ -142,7 +140,7 @@ def test_a_job_nested_too_deep_fails_alone_with_a_small_status_write(
     job = copy.deepcopy(JOB)
     job["spec"]["replicaSpecs"][0]["template"]["spec"]["deep"] = deep
     h = Harness(manager, FakeTransport(), job)
-    h.reconciler.reconcile(KEY)
+    settle(h.reconciler, KEY)
     [write] = [b for m, p, b in h.fake.requests if p.endswith("/status")]
     assert "spec" not in write  # the status subresource needs the status only
     _, reason, message = condition(write["status"], "Failed")

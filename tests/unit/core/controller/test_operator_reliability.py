@@ -185,16 +185,16 @@ def test_the_resync_reconciles_a_job_whose_cache_changed_without_an_event(
     try:
         # Its pods are created, its first status written (FOLDED_STATUS_SECONDS later), and a
         # sweep after that finds nothing to do.
-        until(lambda: operator.reconciler.unchanged(key), seconds=15)
+        until(lambda: operator.jobs.reconciler.unchanged(key), seconds=15)
         settled = reconciles(operator)
         time.sleep(1.5)  # about five sweeps
         assert reconciles(operator) == settled
-        pods = operator.child_stores["Pod"]
+        pods = operator.cache.child_stores["Pod"]
         pod = copy.deepcopy(pods.owned_by("uid-quiet")[0])
         pod["metadata"]["resourceVersion"] = "1000000"
         pod["status"] = {"phase": "Running"}
         pods.put(pod)  # as an informer would, had its handler's event been lost
-        assert not operator.reconciler.unchanged(key)
+        assert not operator.jobs.reconciler.unchanged(key)
         until(lambda: reconciles(operator) > settled, seconds=5)
     finally:
         running.stop()
@@ -214,15 +214,15 @@ def test_the_resync_leaves_out_a_finished_job_whose_replicas_have_all_ended(
     api.objects[f"{JOBS}/genericjobs"] = [job("quiet"), settled, following]
     running = Running(api, manager, resync_period=0.3)
     seen: list[str] = []
-    reconcile = running.operator.reconciler.reconcile
+    reconcile = running.operator.jobs.reconciler.reconcile
 
     def counted(key: Any) -> Any:
         seen.append(key[2])
         return reconcile(key)
 
-    monkeypatch.setattr(running.operator.reconciler, "reconcile", counted)
+    monkeypatch.setattr(running.operator.jobs.reconciler, "reconcile", counted)
     # As if every job's cache changed between sweeps: only `in_flight` leaves one out.
-    monkeypatch.setattr(running.operator.reconciler, "unchanged", lambda key: False)
+    monkeypatch.setattr(running.operator.jobs.reconciler, "unchanged", lambda key: False)
     running.start()
     try:
         until(lambda: seen.count("quiet") >= 4 and seen.count("following") >= 4, seconds=15)
@@ -252,4 +252,4 @@ def test_routine_events_are_off_unless_the_operator_is_asked_for_them(
 
     monkeypatch.setattr(operator_module, "Operator", Built)
     assert main(["operator", "--metrics-bind-address=127.0.0.1:0", *flag]) == 0
-    assert built[0].reconciler.routine_events is bool(flag)
+    assert built[0].jobs.reconciler.routine_events is bool(flag)

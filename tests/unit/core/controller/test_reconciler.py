@@ -1,7 +1,8 @@
 """Applying a Plan: the objects the pods use, then a job's pods all at once, then the status they
-lead to (the status comes first only when the Plan deletes; a new job's waits for its pods to
-run, FOLDED_STATUS_SECONDS at the most); Events go to the recorder, routine ones only when asked
-for. The API server is `FakeTransport` (the I/O boundary)."""
+lead to (the status comes first only when the Plan deletes; after creations it is the next
+reconcile's, at once; a new job's waits for its pods to run, FOLDED_STATUS_SECONDS at the most);
+Events go to the recorder, routine ones only when asked for. The API server is `FakeTransport`
+(the I/O boundary); `settle` takes a job's reconciles as the work queue does."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
-from t9kjobs.controller.reconciler import FOLDED_STATUS_SECONDS, Reconciler
+from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
+from t9kjobs.planner import FOLDED_STATUS_SECONDS
 from t9kjobs.testing.fixtures import pod_in_phase
 from tests.unit.core.kube.fake_transport import FakeTransport
 
@@ -72,16 +75,23 @@ def reconciler(
         Reconciler(
             fake.as_transport(),
             manager,
-            {kind: resource},
-            {kind: jobs},
-            children,
-            frozenset({"PodGroup", "TensorBoard"}),
+            Cache({kind: resource}, {kind: jobs}, children, frozenset({"PodGroup", "TensorBoard"})),
             recorder,
-            creator,
+            creator=creator,
         ),
         recorder,
         children,
     )
+
+
+def settle(the_reconciler: Reconciler, key: Any) -> float | None:
+    """Reconcile `key` as the work queue does: again at once while the reconcile asks for it
+    (after its creations); then, seconds until it must run again (None: when a change comes)."""
+    for _ in range(5):
+        result = the_reconciler.reconcile(key)
+        if not result.at_once:
+            return result.requeue_after
+    raise AssertionError(f"{key} still asks to be reconciled at once after 5 reconciles")
 
 
 def status_writes(fake: FakeTransport) -> list[Any]:
@@ -126,17 +136,17 @@ def test_the_service_then_all_pods_at_once_then_the_status_once_they_run(
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
     the_reconciler.clock = clock = Clock()
     # No status yet: a reconcile comes back for it FOLDED_STATUS_SECONDS after the creations.
-    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS
+    assert settle(the_reconciler, KEY) == FOLDED_STATUS_SECONDS
     writes = [(m, p.rsplit("/", 1)[-1]) for m, p, _ in fake.requests if not p.endswith("/events")]
     assert writes == [("POST", "services")] + [("POST", "pods")] * pods
     assert len(children["Pod"].owned_by("job-uid")) == pods  # the answers are in the store
     # The pods' changes bring reconciles: still pending, nothing is written yet ...
     clock.advance(1)
-    assert the_reconciler.reconcile(KEY) == FOLDED_STATUS_SECONDS - 1
+    assert settle(the_reconciler, KEY) == FOLDED_STATUS_SECONDS - 1
     assert not status_writes(fake)
     # ... and once they run, the job's first status write says so: "Pending" is never written.
     set_pods(children, "Running")
-    assert the_reconciler.reconcile(KEY) is None
+    assert settle(the_reconciler, KEY) is None
     recorder.close()
     [status] = status_writes(fake)
     assert status["phase"] == "Running" and status["startTime"] == "2026-01-01T12:00:00Z"
@@ -151,9 +161,9 @@ def test_pods_that_wait_longer_get_the_pending_status_after_the_fold(
     fake.created_at = "2026-01-01T12:00:00Z"
     the_reconciler, recorder, _ = reconciler(manager, fake, creator)
     the_reconciler.clock = clock = Clock()
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     clock.advance(FOLDED_STATUS_SECONDS)
-    assert the_reconciler.reconcile(KEY) is None
+    assert settle(the_reconciler, KEY) is None
     recorder.close()
     [status] = status_writes(fake)
     assert status["phase"] == "Pending" and status["aggregate"]["pending"] == 1 + WORKERS
@@ -166,9 +176,9 @@ def test_routine_events_are_posted_when_asked_for(
     fake = FakeTransport()
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
     the_reconciler.routine_events = True
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     set_pods(children, "Succeeded")
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     events = [(b["type"], b["reason"]) for b in fake.posted("events")]
     assert sorted(events) == [("Normal", "PodsCreated"), ("Normal", "Succeeded")]
@@ -194,7 +204,7 @@ def test_without_a_creator_the_pods_are_created_one_after_another(
 
     fake = FakeTransport(before=count)
     the_reconciler, recorder, children = reconciler(manager, fake, None)
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     assert len(children["Pod"].owned_by("job-uid")) == 1 + WORKERS
     assert most == [1]
@@ -210,15 +220,21 @@ def test_a_refused_pod_fails_the_reconcile_once_the_others_are_created(
     fake = FakeTransport(before=refuse_one)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
     with pytest.raises(ApiError, match="quota"):
-        the_reconciler.reconcile(KEY)
-    recorder.close()
+        settle(the_reconciler, KEY)
     created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
     assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
-    # What exists is in the status all the same; then, while the refusal may pass (a quota),
-    # a Degraded condition says what is retried.
-    [status, retrying] = status_writes(fake)
+    # The status of the Plan applied, then, while the refusal may pass (a quota), a Degraded
+    # condition says what is retried ...
+    [planned, _] = status_writes(fake)
+    assert initialized(planned) == ("False", "CreatingPods")
+    # ... and the work queue's retry, which meets the refusal again, shows what exists.
+    with pytest.raises(ApiError, match="quota"):
+        settle(the_reconciler, KEY)
+    recorder.close()
+    [_, _, status, retrying] = status_writes(fake)
     assert initialized(status) == ("False", "CreatingPods")
     assert status["aggregate"]["creating"] == 1
+    assert [p["metadata"]["name"] for p in fake.posted("pods")].count("mnist-worker-1") == 2
     degraded = next(c for c in retrying["conditions"] if c["type"] == "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "ApiError")
     assert "quota" in degraded["message"]
@@ -240,7 +256,7 @@ def test_already_existing_pods_of_the_job_are_not_an_error(
 
     fake = FakeTransport(before=made_by_an_earlier_attempt)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     assert len(fake.posted("pods")) == 1 + WORKERS
     assert len(children["Pod"].owned_by("job-uid")) == 1 + WORKERS  # known to be the job's
@@ -278,7 +294,7 @@ def test_a_name_held_by_an_object_the_job_does_not_control_is_a_conflict(
 
     fake.before = exists
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
-    assert the_reconciler.reconcile(KEY) == 10.0  # looked at again
+    assert settle(the_reconciler, KEY) == 10.0  # looked at again
     recorder.close()
     created = sorted(p["metadata"]["name"] for p in children["Pod"].owned_by("job-uid"))
     assert created == ["mnist-master-0", "mnist-worker-0", "mnist-worker-2"]
@@ -299,16 +315,16 @@ def test_a_name_held_by_an_object_the_job_does_not_control_is_a_conflict(
     assert ("Normal", "PodsCreated", "created mnist-worker-1") not in events
 
     # Reconciled again while the leftover exists: no POST of it, no new write, no new Event.
-    jobs = the_reconciler.job_stores[KIND]
+    jobs = the_reconciler.cache.job_stores[KIND]
     jobs.put({**JOB, "metadata": {**JOB["metadata"], "resourceVersion": "2"}, "status": status})
     posts, writes = len(fake.posted("pods")), len(status_writes(fake))
     recorder = the_reconciler.events = EventRecorder(fake.as_transport())
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     assert len(fake.posted("pods")) == posts and len(status_writes(fake)) == writes
 
     # The garbage collector removes it: the pod is created and the condition clears.
     del fake.existing[(pods, "mnist-worker-1")]
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     assert fake.posted("pods")[-1]["metadata"]["name"] == "mnist-worker-1"
     assert initialized(status_writes(fake)[-1]) == ("True", "PodsCreated")
@@ -333,9 +349,9 @@ def test_no_pod_is_created_while_an_object_the_pods_use_is_held_by_another(
 
     fake.before = exists
     the_reconciler, recorder, _ = reconciler(manager, fake, creator)
-    assert the_reconciler.reconcile(KEY) == 10.0  # looked at again
+    assert settle(the_reconciler, KEY) == 10.0  # looked at again
     assert fake.posted("pods") == []
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     assert fake.posted("pods") == []
     condition = next(c for c in status_writes(fake)[-1]["conditions"] if c["type"] == "Initialized")
@@ -348,7 +364,7 @@ def test_no_pod_is_created_while_an_object_the_pods_use_is_held_by_another(
 
     del fake.existing[(services, "mnist")]
     recorder = the_reconciler.events = EventRecorder(fake.as_transport())
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     assert len(fake.posted("pods")) == 1 + WORKERS
 
@@ -366,7 +382,7 @@ def test_an_object_without_a_controller_holds_its_name_too(
         else None
     )
     the_reconciler, recorder, _ = reconciler(manager, fake, creator)
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     [status] = status_writes(fake)
     condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
@@ -397,7 +413,7 @@ def test_the_events_of_both_plans_are_posted_and_the_verdicts_before_its_status(
     fake = FakeTransport(before=master_ends_meanwhile)
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
     the_reconciler.routine_events = True
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     recorder.close()
     [status] = status_writes(fake)
     assert status["phase"] == "Succeeded"
@@ -435,9 +451,9 @@ def test_validation_warnings_are_warning_events_when_pods_are_created(
     fake = FakeTransport()
     the_reconciler, recorder, children = reconciler(manager, fake, creator, DEEPSPEED_JOB)
     key = ("DeepSpeedJob", "team-a", "ds")
-    the_reconciler.reconcile(key)
+    settle(the_reconciler, key)
     assert len(children["Pod"].owned_by("ds-uid")) == 2
-    the_reconciler.reconcile(key)  # nothing to create: nothing said again
+    settle(the_reconciler, key)  # nothing to create: nothing said again
     recorder.close()
     base = "spec.worker.template.spec.containers[0]"
     ignored = "ignored: worker-0 runs sshd and the launcher"
@@ -454,19 +470,19 @@ def test_a_job_is_unchanged_while_its_cache_is_as_a_reconcile_with_nothing_to_do
     something for, nor one whose job or child has a new resourceVersion since."""
     fake = FakeTransport()
     the_reconciler, recorder, children = reconciler(manager, fake, creator)
-    the_reconciler.reconcile(KEY)  # creations and the first status
+    settle(the_reconciler, KEY)  # creations and the first status
     assert not the_reconciler.unchanged(KEY)
     set_pods(children, "Running")
-    the_reconciler.reconcile(KEY)  # the status says Running
+    settle(the_reconciler, KEY)  # the status says Running
     assert not the_reconciler.unchanged(KEY)
     writes = len(fake.requests)
-    assert the_reconciler.reconcile(KEY) is None
+    assert settle(the_reconciler, KEY) is None
     assert len(fake.requests) == writes  # nothing to do ...
     assert the_reconciler.unchanged(KEY)  # ... and nothing changed since
     pod = children["Pod"].owned_by("job-uid")[0]
     children["Pod"].put({**pod, "metadata": {**pod["metadata"], "resourceVersion": "2"}})
     assert not the_reconciler.unchanged(KEY)  # a change no event has queued yet
-    the_reconciler.reconcile(KEY)
+    settle(the_reconciler, KEY)
     assert the_reconciler.unchanged(KEY)
     the_reconciler.forget(KEY)  # the job was deleted
     assert not the_reconciler.unchanged(KEY)

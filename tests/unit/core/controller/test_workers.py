@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from t9kjobs.controller.metrics import Metrics
+from t9kjobs.controller.result import DONE, Result
 from t9kjobs.controller.workers import work
 from t9kjobs.controller.workqueue import WorkQueue
 from t9kjobs.kube.transport import ApiError
@@ -23,11 +24,11 @@ class Failing:
     def __init__(self, queue: WorkQueue[JobKey], error: Exception, times: int) -> None:
         self.queue, self.error, self.left = queue, error, times
 
-    def reconcile(self, key: JobKey) -> float | None:
+    def reconcile(self, key: JobKey) -> Result:
         self.left -= 1
         if self.left < 0:
             self.queue.shutdown()
-            return None
+            return DONE
         raise self.error
 
 

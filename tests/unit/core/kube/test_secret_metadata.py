@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.ownership import NameConflicts
 from t9kjobs.controller.reconciler import Reconciler
@@ -189,15 +190,13 @@ def test_the_ssh_secret_created_by_a_reconcile_is_cached_without_its_keys(
     resource = job_resource(manager.kind_info("DeepSpeedJob"))
     fake.seed(resource.path("ns", "ds"), copy.deepcopy(JOB))
     children = {kind: Store(slimmer(kind)) for kind in CHILD_RESOURCES}
-    reconciler = Reconciler(
-        fake.as_transport(),
-        manager,
+    cache = Cache(
         {"DeepSpeedJob": resource},
         {"DeepSpeedJob": jobs},
         children,
         frozenset({"PodGroup", "TensorBoard"}),
-        EventRecorder(fake.as_transport()),
     )
+    reconciler = Reconciler(fake.as_transport(), manager, cache, EventRecorder(fake.as_transport()))
     key = ("DeepSpeedJob", "ns", "ds")
     reconciler.reconcile(key)
     (posted,) = fake.posted("secrets")

@@ -265,6 +265,6 @@ def test_the_operator_watches_network_policies_only_with_the_option(
             "NetworkPolicy"
         }
     finally:
-        op.queue.shutdown()
+        op.jobs.stop()
         op.events.close()
         op.creator.shutdown()

@@ -1,0 +1,302 @@
+"""The facts `t9kjobs describe` shows, gathered from the API server, as JSON-ready data.
+
+Kept apart from their text (`t9kjobs.cli.describe_text`) so that `-o json` and the 80-column
+text say the same things: this module reads the job, its pods, their logs, ConfigMaps and
+Events (`t9kjobs.cli.cluster`), and the launch commands from the pods themselves or, when a pod
+is gone, as the job's plugin builds them; it formats nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import UTC, datetime
+from typing import Any
+
+from t9kjobs.cli.cluster import (
+    ClusterReader,
+    JobRef,
+    deciding_replica,
+    event_time,
+    replica_id,
+    training_container,
+)
+from t9kjobs.cli.progress import ANNOTATION_PROGRESS_PATTERN, find_progress
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.models import Job
+from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container
+from t9kjobs.planner.conditions import parse_time
+
+__all__ = ["EVENTS", "LOG_LINES", "PROGRESS_TAIL", "describe", "seconds_since"]
+
+LOG_LINES = 5  # last log lines shown for a failed or restarted replica
+EVENTS = 15  # most recent Events shown
+PROGRESS_TAIL = 200  # log lines of the deciding replica searched for progress
+
+# The condition whose lastTransitionTime says since when the job is in each phase.
+_PHASE_CONDITION = {
+    "Running": "Running",
+    "Succeeded": "Completed",
+    "Failed": "Failed",
+    "Paused": "Paused",
+}
+
+
+def seconds_since(stamp: str | None, now: datetime) -> float | None:
+    """Seconds from the API server time `stamp` to `now`; None without a stamp."""
+    if not stamp:
+        return None
+    return (now - parse_time(stamp)).total_seconds()
+
+
+def _pod_command(pod: Obj, container: str | None) -> list[str] | None:
+    annotations = pod["metadata"].get("annotations") or {}
+    if ANNOTATION_LAUNCH_COMMAND in annotations:  # debug mode: what it would run
+        return shlex.split(annotations[ANNOTATION_LAUNCH_COMMAND])
+    found = find_container(pod, container)
+    if found is None or not found.get("command"):
+        return None
+    return [str(a) for a in [*found["command"], *(found.get("args") or [])]]
+
+
+def _terminated(pod: Obj | None, container: str | None) -> dict[str, Any]:
+    """Exit code and reason of the pod's container (the training one when it ended)."""
+    if pod is None:
+        return {}
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    ordered = sorted(statuses, key=lambda cs: cs.get("name") != container)
+    for cs in ordered:
+        state = cs.get("state") or {}
+        done = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        if done:
+            return {
+                "container": cs.get("name"),
+                "exitCode": done.get("exitCode"),
+                "reason": done.get("reason"),
+            }
+        waiting = state.get("waiting")
+        if waiting and waiting.get("reason") not in (None, "ContainerCreating"):
+            return {"container": cs.get("name"), "reason": waiting.get("reason")}
+    return {}
+
+
+class _Describer:
+    def __init__(self, reader: ClusterReader, ref: JobRef, now: datetime) -> None:
+        self.reader = reader
+        self.ref = ref
+        self.now = now
+        self.raw = reader.job(ref)
+        self.status: Obj = self.raw.get("status") or {}
+        self.job: Job | None = reader.parsed(self.raw)
+        self.pods = {p["metadata"]["name"]: p for p in reader.pods(ref)}
+        self.desired = reader.desired_pods(self.raw)
+
+    def _training_container(self, pod_name: str) -> str | None:
+        return training_container(self.desired, pod_name, self.pods.get(pod_name))
+
+    def _log_tail(self, pod_name: str, lines: int) -> tuple[list[str], str | None]:
+        """The last lines of the pod's training container, or why there are none."""
+        if pod_name not in self.pods:
+            return [], "the pod is gone, and its log with it"
+        try:
+            got = self.reader.log_lines(
+                self.ref.namespace, pod_name, self._training_container(pod_name), tail=lines
+            )
+            return [line.partition(" ")[2] for line in got], None
+        except ApiError as exc:
+            return [], f"no log: {exc}"
+        except OSError as exc:
+            return [], f"no log: {exc}"
+
+    # -- the parts -----------------------------------------------------------------------
+
+    def header(self) -> dict[str, Any]:
+        meta = self.raw["metadata"]
+        phase = self.status.get("phase") or "Pending"
+        condition = _PHASE_CONDITION.get(phase)
+        since = next(
+            (
+                c.get("lastTransitionTime")
+                for c in self.status.get("conditions") or []
+                if c.get("type") == condition and c.get("status") == "True"
+            ),
+            None,
+        )
+        start, end = self.status.get("startTime"), self.status.get("completionTime")
+        elapsed = None
+        if start:
+            stop = parse_time(end) if end else self.now
+            elapsed = (stop - parse_time(start)).total_seconds()
+        return {
+            "kind": self.ref.info.kind,
+            "name": self.ref.name,
+            "namespace": self.ref.namespace,
+            "created": meta.get("creationTimestamp"),
+            "phase": phase,
+            "inPhaseSeconds": seconds_since(since or meta.get("creationTimestamp"), self.now),
+            "runMode": self.status.get("runMode"),
+            "startTime": start,
+            "completionTime": end,
+            "elapsedSeconds": elapsed,
+        }
+
+    def progress(self) -> dict[str, Any] | None:
+        ids = [replica_id(self.ref.name, n) for n in self._replica_names()]
+        deciding = deciding_replica(ids)
+        if deciding is None or self.status.get("phase") != "Running":
+            return None
+        pod_name = f"{self.ref.name}-{deciding}"
+        lines, _ = self._log_tail(pod_name, PROGRESS_TAIL)
+        pattern = (self.raw["metadata"].get("annotations") or {}).get(ANNOTATION_PROGRESS_PATTERN)
+        try:
+            found = find_progress(lines, pattern)
+        except ValueError as exc:
+            return {"replica": deciding, "error": str(exc)}
+        if found is None:
+            return None
+        return {
+            "replica": deciding,
+            "line": found.line,
+            "done": found.done,
+            "total": found.total,
+            "percent": found.percent,
+        }
+
+    def conditions(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": c.get("type"),
+                "status": c.get("status"),
+                "reason": c.get("reason"),
+                "message": c.get("message"),
+                "lastTransitionTime": c.get("lastTransitionTime"),
+            }
+            for c in self.status.get("conditions") or []
+        ]
+
+    def _replica_names(self) -> list[str]:
+        names = [r["name"] for t in self.status.get("tasks") or [] for r in t.get("replicas") or []]
+        return names or sorted(self.desired) or sorted(self.pods)
+
+    def replicas(self) -> list[dict[str, Any]]:
+        out = []
+        for task in self.status.get("tasks") or []:
+            replicas = task.get("replicas") or []
+            phases = [r.get("phase") for r in replicas]
+            troubled = []
+            for r in replicas:
+                restarts = int(r.get("restartCount") or 0)
+                if r.get("phase") != "Failed" and not restarts:
+                    continue
+                name = r["name"]
+                container = self._training_container(name)
+                ended = _terminated(self.pods.get(name), container)
+                if not ended:
+                    ended = next(
+                        (
+                            {"container": c["name"], "exitCode": c["exitCode"]}
+                            | {"reason": c.get("reason")}
+                            for c in r.get("containers") or []
+                            if c.get("exitCode") is not None
+                        ),
+                        {},
+                    )
+                lines, why = self._log_tail(name, LOG_LINES)
+                troubled.append(
+                    {
+                        "replica": replica_id(self.ref.name, name),
+                        "pod": name,
+                        "phase": r.get("phase"),
+                        "restarts": restarts,
+                        **ended,
+                        "lastLogLines": lines,
+                        **({"noLog": why} if why else {}),
+                    }
+                )
+            out.append(
+                {
+                    "type": task.get("type"),
+                    "desired": len(replicas),
+                    "running": phases.count("Running"),
+                    "succeeded": phases.count("Succeeded"),
+                    "failed": phases.count("Failed"),
+                    "restarts": int(task.get("restartCount") or 0),
+                    "failedOrRestarted": troubled,
+                }
+            )
+        return out
+
+    def launch_commands(self) -> list[dict[str, Any]]:
+        """Each distinct command, with the replicas that run it (the live pod's, else the one
+        the plugin builds)."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name in self._replica_names():
+            source = self.pods.get(name) or (
+                self.desired[name].manifest if name in self.desired else None
+            )
+            if source is None:
+                continue
+            argv = _pod_command(source, self._training_container(name))
+            if argv is not None:
+                groups.setdefault(tuple(argv), []).append(replica_id(self.ref.name, name))
+        return [{"replicas": ids, "command": list(argv)} for argv, ids in groups.items()]
+
+    def hostfile(self) -> dict[str, Any] | None:
+        for cm in self.reader.config_maps(self.ref):
+            text = (cm.get("data") or {}).get("hostfile")
+            if text is not None:
+                return {"configMap": cm["metadata"]["name"], "text": text}
+        return None
+
+    def cleanup(self) -> dict[str, Any]:
+        policy = keeps = None
+        if self.job is not None:
+            life = self.job.spec.lifecycle()
+            policy, keeps = life.clean_up_policy, sorted(life.clean_up_keeps)
+        finished = self.status.get("phase") in ("Succeeded", "Failed")
+        # A finished job's replicas keep the phase they ended in (Deleted only for those the
+        # cleanup stopped while they ran): the cleanup's work is the pods that are gone.
+        deleted = [
+            replica_id(self.ref.name, r["name"])
+            for t in self.status.get("tasks") or []
+            for r in t.get("replicas") or []
+            if finished and r["name"] not in self.pods
+        ]
+        return {
+            "policy": policy,
+            "keeps": keeps or [],
+            "applied": finished,
+            "deletedReplicas": deleted,
+            "remainingPods": sorted(self.pods),
+        }
+
+    def events(self) -> list[dict[str, Any]]:
+        uids = {self.raw["metadata"].get("uid")} | {
+            p["metadata"].get("uid") for p in self.pods.values()
+        }
+        found = self.reader.events(self.ref.namespace, {u for u in uids if u})
+        return [
+            {
+                "time": event_time(e),
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "object": f"{e['involvedObject'].get('kind')}/{e['involvedObject'].get('name')}",
+                "message": (e.get("message") or "").strip(),
+                "count": e.get("count") or 1,
+            }
+            for e in found[-EVENTS:]
+        ]
+
+
+def describe(reader: ClusterReader, ref: JobRef, now: datetime | None = None) -> dict[str, Any]:
+    """Every fact `describe` shows, as JSON-ready data."""
+    d = _Describer(reader, ref, now or datetime.now(UTC))
+    return {
+        **d.header(),
+        "progress": d.progress(),
+        "conditions": d.conditions(),
+        "replicas": d.replicas(),
+        "launchCommands": d.launch_commands(),
+        "hostfile": d.hostfile(),
+        "cleanup": d.cleanup(),
+        "events": d.events(),
+    }

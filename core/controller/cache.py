@@ -1,0 +1,66 @@
+"""What the informers hold, as a reconcile reads it, and where a reconcile records the API's
+answers.
+
+The stores are the informers' (`t9kjobs.kube.informer`). A reconcile puts every answer of the
+API server into them (`record`), so that the next reconcile of the same job sees what this one
+did even before the watch reports it; a store never goes back in time, so a late watch event
+cannot undo an answer. The maps are replaced whole, never changed in place, when discovery
+starts serving a kind (`Operator`): a worker never sees one change under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.resources import Resource
+from t9kjobs.planner import ObjectRef
+from t9kjobs.vocabulary import JobKey, Obj
+
+__all__ = ["Cache"]
+
+
+@dataclass(frozen=True)
+class Cache:
+    """The stores of the job kinds served and of their child kinds, and the child kinds the
+    cluster does not serve (their CRD is not installed)."""
+
+    job_resources: Mapping[str, Resource] = field(default_factory=dict)
+    job_stores: Mapping[str, Store] = field(default_factory=dict)
+    child_stores: Mapping[str, Store] = field(default_factory=dict)
+    absent_kinds: frozenset[str] = frozenset()
+
+    def job(self, key: JobKey) -> Obj | None:
+        store = self.job_stores.get(key.kind)
+        return store.get(key.namespace, key.name) if store is not None else None
+
+    def children(self, uid: str) -> list[Obj]:
+        """Every child the job of this uid controls, of every kind watched."""
+        return [o for store in self.child_stores.values() for o in store.owned_by(uid)]
+
+    def pods(self, uid: str) -> list[Obj]:
+        pods = self.child_stores.get("Pod")
+        return pods.owned_by(uid) if pods is not None else []
+
+    def record(self, kind: str, answer: Obj) -> bool:
+        """Put the API's answer about an object of `kind` (a job or a child) into its store;
+        False when no store holds that kind."""
+        store = self.job_stores.get(kind)
+        if store is None:
+            store = self.child_stores.get(kind)
+        if store is None:
+            return False
+        store.put(answer)
+        return True
+
+    def record_deletion(self, namespace: str, ref: ObjectRef, answer: Obj) -> None:
+        """A child deleted: marked for deletion (a pod ends gracefully), or gone."""
+        store = self.child_stores.get(ref.kind)
+        if store is None:
+            return
+        meta = answer.get("metadata") or {}
+        if answer.get("kind") == ref.kind and meta.get("deletionTimestamp"):
+            store.put(answer)
+        else:
+            store.remove(namespace, ref.name)

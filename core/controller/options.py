@@ -1,0 +1,52 @@
+"""`Options`: how the operator runs, as `t9kjobs operator` sets them from its flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from t9kjobs.settings import NetworkPolicySettings
+
+__all__ = ["Options"]
+
+
+@dataclass
+class Options:
+    kubeconfig: str | None = None
+    namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
+    workers: int = 8
+    # A client limit only has to stop a runaway loop: the API server protects itself with
+    # priority and fairness, and a 429 is waited out (transport). 200/400 came close to
+    # bounding a burst of 500 jobs; 500/1,000 is about the most the benchmark's API server
+    # took (527 pod creations a second; docs/benchmarks.md).
+    qps: float = 500.0
+    burst: int = 1000
+    leader_elect: bool = False
+    leader_election_namespace: str = ""
+    leader_election_id: str = "t9k-jobs-operator"
+    metrics_address: str = "127.0.0.1:8080"
+    health_address: str = "127.0.0.1:8081"
+    identity: str = ""
+    impersonate: str | None = None
+    discovery_interval: float = 30.0
+    # Events that say only what a job's status says too (its first pods created, a success):
+    # a request a job each, so off unless asked for (t9kjobs.planner.Event).
+    routine_events: bool = False
+    # A change of a child (or of a job's status) queues the job after this long, once per
+    # window: the pods of a job that start or end together cost one reconcile and one status
+    # write (the Job controller of kube-controller-manager batches its pod events by 1 s too).
+    child_batch_period: float = 1.0
+    # A pod that has just finished may decide its job: its job is queued after this shorter
+    # window instead, so that the verdict follows the deciding replica within about it (pods
+    # that finish together still share the window, and one status write).
+    finished_pod_batch_period: float = 0.25
+    # Every job is reconciled again this often (+-10%), so that a missed event is not missed
+    # for ever; 0 turns it off.
+    resync_period: float = 600.0
+    # The Lease: held for lease_duration after a renewal; a leader that could not renew for
+    # renew_deadline stops; attempts every retry_period (client-go's defaults).
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    # A NetworkPolicy per job (the networkpolicy feature plugin; off: clusters whose network
+    # plugin does not enforce NetworkPolicies ignore them, and it is a request per job).
+    network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)

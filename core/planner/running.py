@@ -1,0 +1,170 @@
+"""A job that keeps running: what to create, restart, relaunch, update and delete.
+
+Ownership before use: while any name the job needs is held by an object it does not control
+(a planted Secret or ConfigMap its pods would mount, a Service that would name them, a pod of
+its name), no pod of the job is created; its `Initialized` condition and one Warning Event say
+which object holds which name, and the job is looked at again every `CONFLICT_RETRY_SECONDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from t9kjobs.models import JobStatus
+from t9kjobs.objects import (
+    ANNOTATION_INCARNATION,
+    ANNOTATION_SPEC_HASH,
+    ANNOTATION_STOP_WHEN_FINISHED,
+    spec_hash,
+)
+from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.replicas import exit_code_of, pod_state
+from t9kjobs.planner.situation import Changes, Situation
+from t9kjobs.planner.status import phase_and_conditions, write_replicas
+from t9kjobs.planner.stopping import deletion
+from t9kjobs.planner.types import Event, ObjectRef
+from t9kjobs.vocabulary import Obj
+
+__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running"]
+
+# While a name the job needs is held by another object, look again this often.
+CONFLICT_RETRY_SECONDS = 10.0
+
+
+def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
+    """A job that goes on: create what is missing, restart what failed, relaunch pods whose
+    spec changed, update the other children whose content changed, delete what is no longer
+    wanted. `requeue`: when the deadline, if any, is due."""
+    found, observed, pods, pods_by_name = s.found, s.observed, s.pods, s.pods_by_name
+    pod_creates: list[Obj] = []
+    aux_creates: list[Obj] = []
+    updates: list[Obj] = []
+    deletes: list[ObjectRef] = []
+    events: list[Event] = []
+
+    restarting = {d.name for d, _ in found.restart}
+    # Ownership before use: while any name the job needs is held by an object it does not
+    # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
+    # them, a pod of its name), no pod of the job is created. See the condition.
+    blocked = bool(observed.conflicts)
+    for desired in pods:
+        manifest = desired.manifest
+        digest = spec_hash(manifest)
+        current = pods_by_name.get(desired.name)
+        if current is None and blocked:
+            continue
+        if current is None:
+            annotations = manifest["metadata"].setdefault("annotations", {})
+            annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
+            annotations[ANNOTATION_SPEC_HASH] = digest
+            if desired.stop_when_finished:
+                annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"
+            pod_creates.append(manifest)
+        elif (
+            desired.recreate_on_change
+            and desired.name not in restarting
+            and not current["metadata"].get("deletionTimestamp")
+            and (current["metadata"].get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != digest
+        ):
+            deletes.append(deletion(current))
+            events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
+    for desired, pod in found.restart:
+        deletes.append(deletion(pod))
+        code = exit_code_of(pod, desired.training_container)
+        events.append(
+            Event(
+                "Warning",
+                "Restarting",
+                f"{desired.name} {pod_state(pod).lower()}"
+                + (f" with exit code {code}" if code is not None else "")
+                + f"; restart {found.restarts_recorded.get(desired.name, 0)}",
+            )
+        )
+    desired_names = {p.name for p in pods}
+    for name, pod in pods_by_name.items():
+        if name not in desired_names and not pod["metadata"].get("deletionTimestamp"):
+            deletes.append(deletion(pod))  # scaled down, or no longer part of the job
+
+    absent: list[tuple[str, str]] = []
+    desired_aux = set()
+    for obj in s.aux:
+        key = (obj["kind"], obj["metadata"]["name"])
+        desired_aux.add(key)
+        if obj["kind"] in observed.absent_kinds:
+            absent.append(key)
+            continue
+        current = observed.get(*key)
+        if current is None:
+            if key not in observed.conflicts:
+                aux_creates.append(obj)
+        elif _needs_update(obj, current):
+            updated = dict(obj)
+            updated["metadata"] = {
+                **obj["metadata"],
+                "resourceVersion": current["metadata"].get("resourceVersion"),
+            }
+            updates.append(updated)
+    for key, obj in sorted(observed.objects.items()):
+        if key[0] != "Pod" and key not in desired_aux:
+            deletes.append(deletion(obj))
+
+    if pod_creates:
+        names = ", ".join(o["metadata"]["name"] for o in pod_creates)
+        # A job's first pods: its Initialized condition and replicas say so too. Pods created
+        # again (a restart's replacement, a relaunch, a resume, a pod deleted by hand) are news.
+        first = not s.before.tasks
+        events.append(Event("Normal", "PodsCreated", f"created {names}", routine=first))
+
+    conflict = conflict_message(observed.conflicts)
+    if conflict is not None:
+        initialized = s.before.condition("Initialized")
+        if initialized is None or initialized.message != conflict:
+            events.append(Event("Warning", "NameConflict", conflict))
+        requeue = min(requeue or CONFLICT_RETRY_SECONDS, CONFLICT_RETRY_SECONDS)
+
+    status.backoff_count = found.backoff_count
+    write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
+    phase_and_conditions(s, status, absent)
+    if conflict is not None:
+        set_condition(status, "Initialized", False, "NameConflict", conflict, s.ts)
+    return Changes(
+        # What pods use (ConfigMaps, Secrets, their PodGroup) exists before they do.
+        create=(*aux_creates, *pod_creates),
+        update=tuple(updates),
+        delete=tuple(deletes),
+        events=tuple(events),
+        requeue_after=requeue,
+    )
+
+
+def _needs_update(desired: Obj, current: Obj) -> bool:
+    kind = desired["kind"]
+    if kind == "Secret":
+        return False  # generated key material is never rewritten
+    if kind == "ConfigMap":
+        return bool(desired.get("data") != current.get("data"))
+    return not _subset(desired.get("spec"), current.get("spec"))
+
+
+def _subset(want: Any, have: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(w, h) for w, h in zip(want, have, strict=True))
+        )
+    return bool(want == have)
+
+
+def conflict_message(conflicts: Mapping[tuple[str, str], str]) -> str | None:
+    """What holds the names the job needs, for its condition and Warning Event."""
+    if not conflicts:
+        return None
+    held = "; ".join(
+        f"{kind} {name} exists and this job does not control it ({holder})"
+        for (kind, name), holder in sorted(conflicts.items())
+    )
+    return f"{held}: no pod of the job is created while it exists"

@@ -1,0 +1,140 @@
+"""Contracts on `compute_status`'s verdicts: none while no pod finished, Succeeded when every
+replica did, a failure named, and a finished job's verdict standing, through the engine too.
+
+The replicas are made up (`t9kjobs.testing.kit.subject.replica_states`) from the pods the
+plugin builds for a valid example; the contracts on restarts and status fields are
+`t9kjobs.testing.kit.behaviour`'s.
+"""
+
+from __future__ import annotations
+
+from t9kjobs.models import FINISHED_PHASES, Job
+from t9kjobs.testing.kit.calls import EXIT_CODE as _EXIT_CODE
+from t9kjobs.testing.kit.calls import describe as _describe
+from t9kjobs.testing.kit.calls import plan_at
+from t9kjobs.testing.kit.calls import status_setup as _status_setup
+from t9kjobs.testing.kit.calls import verdict as _verdict
+from t9kjobs.testing.kit.examples import Example
+from t9kjobs.testing.kit.subject import Subject, observed_from, replica_states
+from t9kjobs.testing.kit.violation import ContractViolation
+
+__all__ = [
+    "compute_status_all_succeeded",
+    "compute_status_never_regresses",
+    "compute_status_no_pods",
+    "compute_status_one_failed",
+]
+
+
+def compute_status_no_pods(subject: Subject, example: Example) -> None:
+    """`compute_status` gives no verdict while no pod has finished.
+
+    Not when no pod exists yet (every replica `Creating`), nor when all are `Pending` or all
+    `Running`; and an empty list of replicas is handled (None or a Verdict, no exception).
+    """
+    hooks, job, pods = _status_setup(subject, example)
+    _verdict(hooks, job, [])
+    for state in ("Creating", "Pending", "Running"):
+        states = replica_states(pods, state)
+        verdict = _verdict(hooks, job, states)
+        if verdict is not None:
+            raise ContractViolation(
+                f"returned {verdict.outcome} ({verdict.reason}) for {_describe(states)}"
+            )
+
+
+def compute_status_all_succeeded(subject: Subject, example: Example) -> None:
+    """`compute_status` says Succeeded when every replica succeeded."""
+    hooks, job, pods = _status_setup(subject, example)
+    states = replica_states(pods, "Succeeded", exit_code=0, final=True)
+    verdict = _verdict(hooks, job, states)
+    if verdict is None or verdict.outcome != "Succeeded":
+        got = "no verdict" if verdict is None else f"{verdict.outcome} ({verdict.message})"
+        raise ContractViolation(f"returned {got} for {_describe(states)}")
+
+
+def compute_status_one_failed(subject: Subject, example: Example) -> None:
+    """`compute_status` handles a failed replica: never Succeeded, a Failed names the pod.
+
+    With one replica failed for good and the others running, the verdict is None or Failed,
+    and a Failed verdict's message names the pod and its exit code; a replica being restarted
+    (`Restarting`) does not fail the job; when every replica failed for good, the job failed.
+    """
+    hooks, job, pods = _status_setup(subject, example)
+    for i, pod in enumerate(pods):
+        states = replica_states(pods, "Failed", exit_code=_EXIT_CODE, final=True, only=i)
+        verdict = _verdict(hooks, job, states)
+        if verdict is not None and verdict.outcome != "Failed":
+            raise ContractViolation(f"returned {verdict.outcome} for {_describe(states)}")
+        if verdict is not None and (
+            pod.name not in verdict.message or str(_EXIT_CODE) not in verdict.message
+        ):
+            raise ContractViolation(
+                f"the Failed verdict's message {verdict.message!r} should name {pod.name} and"
+                f" its exit code {_EXIT_CODE}"
+            )
+        retried = replica_states(pods, "Restarting", exit_code=_EXIT_CODE, only=i)
+        verdict = _verdict(hooks, job, retried)
+        if verdict is not None and verdict.outcome == "Failed":
+            raise ContractViolation(
+                f"returned Failed for {_describe(retried)}: a restarting replica"
+            )
+    states = replica_states(pods, "Failed", exit_code=_EXIT_CODE, final=True)
+    verdict = _verdict(hooks, job, states)
+    if pods and (verdict is None or verdict.outcome != "Failed"):
+        raise ContractViolation(f"returned {verdict and verdict.outcome} for {_describe(states)}")
+
+
+def compute_status_never_regresses(subject: Subject, example: Example) -> None:
+    """A finished job never regresses: its verdict stands, through the engine too.
+
+    `compute_status` judges from the replicas only: asked again about the same replicas, with
+    the job already finished, it gives the same verdict. Through the planner: the reconcile
+    that finishes the job leaves it Succeeded or Failed (no hook undoes the verdict, e.g.
+    `update_status`), and later reconciles, whatever the pods do, change nothing.
+    """
+    hooks, job, pods = _status_setup(subject, example)
+    for state, code in (("Succeeded", 0), ("Failed", _EXIT_CODE)):
+        states = replica_states(pods, state, exit_code=code, final=True)
+        verdict = _verdict(hooks, job, states)
+        if verdict is None:
+            continue
+        status = job.status.model_copy(update={"phase": verdict.outcome})
+        finished = job.model_copy(update={"status": status})
+        for again in (finished, job, finished):
+            later = _verdict(hooks, again, states)
+            if later is None or (later.outcome, later.reason) != (verdict.outcome, verdict.reason):
+                got = "no verdict" if later is None else f"{later.outcome} ({later.reason})"
+                raise ContractViolation(
+                    f"for {_describe(states)} it said {verdict.outcome} ({verdict.reason}), then"
+                    f" {got} when asked again (status.phase {again.status.phase})"
+                )
+    life = job.spec.lifecycle()
+    if not (life.run_mode.debugging or life.run_mode.paused):
+        _never_regresses_in_engine(subject, job)
+
+
+def _never_regresses_in_engine(subject: Subject, job: Job) -> None:
+    hooks = subject.hooks(job.kind)
+    start = subject.first_reconcile(job)
+    running = job.model_copy(update={"status": start.status})
+    for phase, code in (("Succeeded", 0), ("Failed", _EXIT_CODE)):
+        ending = plan_at(hooks, running, observed_from(start.create, phase, code), 60)
+        announced = [e.reason for e in ending.events if e.reason in FINISHED_PHASES]
+        if not announced:
+            continue  # these pods do not finish the job (restart policies): nothing to keep
+        status = ending.status
+        if status.phase != announced[0]:
+            raise ContractViolation(
+                f"the reconcile that finished the job ({announced[0]}) left status.phase"
+                f" {status.phase!r}: a hook undid the verdict"
+            )
+        done = running.model_copy(update={"status": status})
+        for later_phase in ("Running", "Failed", "Succeeded", None):
+            later = plan_at(hooks, done, observed_from(start.create, later_phase, 1), 120)
+            if later.status != status or later.create or later.update:
+                raise ContractViolation(
+                    f"a {status.phase} job changed when its pods were"
+                    f" {later_phase or 'gone'}: phase {later.status.phase}, created"
+                    f" {len(later.create)}, updated {len(later.update)} objects"
+                )
