@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from t9kjobs.vocabulary import Obj
 from tests.chaos.audit import Audit
 from tests.chaos.observer import Observer, regressions
-
-Obj = dict[str, Any]
 
 
 def event(at: str, agent: str, verb: str, resource: str, name: str, code: int, **extra: Any) -> Obj:

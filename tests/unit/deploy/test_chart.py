@@ -18,13 +18,13 @@ import yaml
 
 from t9kjobs.cli.main import _parser
 from t9kjobs.manager import PluginManager
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import REPO
 
 __all__ = ["CHART", "install_tool", "render_chart"]
 
 CHART = REPO / "deploy" / "helm" / "t9k-jobs"
 RELEASE, NAMESPACE = "t9k-jobs", "t9k-system"
-Obj = dict[str, Any]
 
 
 def install_tool(name: str) -> Path:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from t9kjobs.vocabulary import Obj
 from tests.unit.deploy.test_chart import (
     CHART,
     CLUSTER_WIDE,
@@ -22,7 +22,6 @@ from tests.unit.deploy.test_chart import (
     render_chart,
 )
 
-Obj = dict[str, Any]
 NETWORKING = "networking.k8s.io"
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from t9kjobs.kube.transport import ApiError, Transport
+from t9kjobs.vocabulary import Obj
 
-Obj = dict[str, Any]
 Hook = Callable[[str, str, Obj | None], None]
 
 

@@ -29,8 +29,7 @@ from kubernetes import client as k8s_client
 
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
-
-Obj = dict[str, Any]
+from t9kjobs.vocabulary import Obj
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/"
 

@@ -11,8 +11,7 @@ from t9kjobs.kube.informer import LIST_PAGE, Informer, Store
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.slimming import slimmer
 from t9kjobs.kube.transport import ApiError
-
-Obj = dict[str, Any]
+from t9kjobs.vocabulary import Obj
 
 
 def pod(name: str, rv: str) -> Obj:

@@ -27,10 +27,9 @@ from t9kjobs.kube.resources import (
 )
 from t9kjobs.kube.slimming import slimmer
 from t9kjobs.manager import PluginManager
+from t9kjobs.vocabulary import Obj
 
 from .fake_transport import FakeTransport
-
-Obj = dict[str, Any]
 
 KEY_MATERIAL = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0K"  # what must never be kept
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -18,9 +17,9 @@ from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
+from t9kjobs.vocabulary import Obj
 from tests.unit.core.controller.test_reconciler import JOB, KIND
 
-Obj = dict[str, Any]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 

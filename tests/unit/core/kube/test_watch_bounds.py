@@ -13,10 +13,9 @@ from typing import Any
 from t9kjobs.kube.informer import Informer
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import Transport
+from t9kjobs.vocabulary import Obj
 
 from .standin_api import StandInApi
-
-Obj = dict[str, Any]
 
 
 def watches(api: StandInApi) -> list[Any]:

@@ -15,11 +15,11 @@ from t9kjobs.loading import parse_job
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod
 from t9kjobs.planner import Event, ObjectRef, Observed, plan
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
 from tests.unit.core.planner.tinyjob import KIND, tiny_job, tiny_manager
 
-Obj = dict[str, Any]
 T = "2026-01-01T12:00:{:02d}Z"
 
 

@@ -12,10 +12,9 @@ from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.tinyjob import KIND, tiny_job, tiny_manager
-
-Obj = dict[str, Any]
 
 
 class Sim:

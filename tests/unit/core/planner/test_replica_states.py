@@ -5,7 +5,6 @@ and which container's exit code a failure is reported with."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
@@ -15,12 +14,11 @@ from t9kjobs.models import ContainerStatus, Lifecycle, RestartRule, RunMode
 from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod
 from t9kjobs.planner.replicas import assess
 from t9kjobs.testing.fixtures import pod_in_phase
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 from tests.unit.plugins.pytorch.helpers import container, manifest, replica
-
-Obj = dict[str, Any]
 
 
 def _desired(policy: str, limit: int | None = None) -> DesiredPod:

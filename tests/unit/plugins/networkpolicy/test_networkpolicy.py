@@ -28,11 +28,11 @@ from t9kjobs.settings import (
     current,
     parse_labels,
 )
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW, REPO
 from tests.unit.core.planner.test_planner import Sim
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
-Obj = dict[str, Any]
 ON = Settings(network_policy=NetworkPolicySettings(enabled=True))
 OWNER = {"tensorstack.dev/owner-kind": "GenericJob", "tensorstack.dev/owner-name": "generic-mlp"}
 

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from t9kjobs.objects import find_container
+from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "EXAMPLES",
@@ -21,7 +22,6 @@ __all__ = [
     "replica",
 ]
 
-Obj = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "pytorchtrainingjob"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -12,12 +12,12 @@ import yaml
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW, REPO
 from tests.unit.core.planner.test_planner import Sim
 from tests.unit.plugins.deepspeed.jobs import with_spec
 from tests.unit.plugins.pytorch.helpers import manifest, replica
 
-Obj = dict[str, Any]
 SCHEDULER = {"t9kScheduler": {"queue": "team-a", "priority": 7}}
 
 
