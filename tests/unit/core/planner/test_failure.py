@@ -62,6 +62,7 @@ def test_messages_are_cut_to_what_an_event_holds() -> None:
     long = "y" * (MESSAGE_LIMIT + 1)
     assert cut(long) == "y" * (MESSAGE_LIMIT - 3) + "..."
     assert len(cut(long)) == MESSAGE_LIMIT
+    assert len(cut("z" * 5000)) == 1000  # an Event's message is at most 1 KiB
     failed = failed_status(JobStatus(), "OperatorError", long, NOW)
     assert failed is not None and failed.condition("Failed").message == cut(long)  # type: ignore[union-attr]
     degraded = degraded_status(JobStatus(), "ApiError", long, NOW)
