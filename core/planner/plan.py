@@ -69,21 +69,14 @@ def plan(
             changes = paused(status, observed, rfc3339(now))
             count_ready(status)
         else:
-            changes = _judge(job, status, observed, now, life, hooks)
+            changes = _judge(_situation(job, status, observed, now, life, hooks), status, hooks)
     return _built(before, status, changes, observed, now, warnings, routine_events)
 
 
-def _judge(
-    job: Job,
-    status: JobStatus,
-    observed: Observed,
-    now: datetime,
-    life: Lifecycle,
-    hooks: EngineHooks,
-) -> Changes:
+def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
     """A job that is neither finished nor paused: its verdict, or what keeps it running."""
-    s = _situation(job, status, observed, now, life, hooks)
-    verdict, requeue = _deadline(life, status, now, s.found.states)
+    job, life = s.job, s.life
+    verdict, requeue = _deadline(life, status, s.now, s.found.states)
     if verdict is None and not life.run_mode.debugging:
         verdict = hooks.compute_status(job, s.found.states)
         exceeded = s.found.backoff_exceeded
@@ -92,7 +85,7 @@ def _judge(
             verdict = _backoff_verdict(exceeded, life)
     changes = finish(s, status, verdict) if verdict is not None else running(s, status, requeue)
     count_ready(status)
-    hooks.update_status(job, status, observed.objects)
+    hooks.update_status(job, status, s.observed.objects)
     return changes
 
 
