@@ -125,12 +125,14 @@ class JobHooks:
 
     @hookspec
     def t9kjobs_build_auxiliary_objects(  # type: ignore[empty-body]
-        self, job: Job, pods: Sequence[DesiredPod]
+        self, job: Job, pods: Sequence[DesiredPod], absent_kinds: frozenset[str]
     ) -> Sequence[Obj]:
         """Cross-cutting hook, for feature plugins: children any kind may need (PodGroups).
 
         Called for jobs of every kind: return [] for jobs the feature does not apply to.
-        Same rules for the objects as `t9kjobs_build_objects`.
+        Same rules for the objects as `t9kjobs_build_objects`. `absent_kinds` as in
+        `t9kjobs_mutate_pod` (an implementation may leave the argument out: pluggy passes only
+        the arguments it names); `pods` are already mutated (`t9kjobs_mutate_pod`, same kinds).
         """
 
     @hookspec

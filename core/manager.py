@@ -84,10 +84,14 @@ class KindHooks:
     ) -> None:
         self._framework["t9kjobs_update_status"](job=job, status=status, children=children)
 
-    def auxiliary_objects(self, job: Job, pods: Sequence[DesiredPod]) -> list[Obj]:
+    def auxiliary_objects(
+        self, job: Job, pods: Sequence[DesiredPod], absent_kinds: frozenset[str] = frozenset()
+    ) -> list[Obj]:
         own = list(self._framework["t9kjobs_build_objects"](job=job, pods=pods) or [])
         # pluggy returns results last-registered first; reverse for registration order.
-        results = self._hook.t9kjobs_build_auxiliary_objects(job=job, pods=pods)
+        results = self._hook.t9kjobs_build_auxiliary_objects(
+            job=job, pods=pods, absent_kinds=absent_kinds
+        )
         return own + [obj for result in reversed(results) for obj in result]
 
     def mutate_pod(

@@ -38,6 +38,7 @@ __all__ = [
     "RESERVED_DOMAINS",
     "DesiredPod",
     "Obj",
+    "child_kind",
     "config_map",
     "find_container",
     "gpu_count",
@@ -109,9 +110,23 @@ def pod_name(job_name: str, replica_type: str, index: int) -> str:
     return f"{job_name}-{replica_type}-{index}"
 
 
+# API groups whose kinds share a name with a kind of another group a job may own: their kinds
+# are spelled `Kind.group` among a job's children, as kubectl spells them (`PodGroup` is the
+# T9k scheduler's, `PodGroup.scheduling.k8s.io` kube-scheduler's own).
+_QUALIFIED_GROUPS = frozenset({"scheduling.k8s.io"})
+
+
+def child_kind(api_version: str, kind: str) -> str:
+    """How a child's kind is spelled among a job's children: `kind`, or `Kind.group` for a kind
+    whose name another group uses too (`PodGroup.scheduling.k8s.io`)."""
+    group = api_version.rpartition("/")[0]
+    return f"{kind}.{group}" if group in _QUALIFIED_GROUPS else kind
+
+
 def object_key(obj: Obj) -> tuple[str, str]:
-    """(kind, name): how a child is identified among a job's children."""
-    return str(obj["kind"]), str(obj["metadata"]["name"])
+    """(kind, name): how a child is identified among a job's children (kind: `child_kind`)."""
+    kind = child_kind(str(obj.get("apiVersion", "v1")), str(obj["kind"]))
+    return kind, str(obj["metadata"]["name"])
 
 
 def owner_labels(job: Job) -> dict[str, str]:

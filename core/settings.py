@@ -1,8 +1,9 @@
 """Operator-wide settings that feature plugins read, set once by the command that runs the engine.
 
-`t9kjobs operator --network-policy ...` turns its options into a `Settings` and calls
-`configure` before it loads a job; the bundled `networkpolicy` feature plugin reads
-`current().network_policy` when it builds a job's children. Nothing else writes them.
+`t9kjobs operator --network-policy ... --gang-scheduling ...` turns its options into a
+`Settings` and calls `configure` before it loads a job; the bundled `networkpolicy` and
+`scheduling` feature plugins read `current()` when they build a job's children. Nothing else
+writes them.
 
 Why a setting object in core, and not another way to reach the plugin:
 
@@ -27,8 +28,11 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 __all__ = [
+    "GANG_MODES",
+    "GangMode",
     "NetworkPolicySettings",
     "Settings",
     "configure",
@@ -105,9 +109,23 @@ class NetworkPolicySettings:
         return cls(enabled, tuple(names), tuple(selectors))
 
 
+# How a job's pods are placed together (the `scheduling` feature plugin, docs/scheduling.md):
+# * auto: a job that sets spec.scheduler.t9kScheduler gets a T9k PodGroup (when the cluster
+#   serves it, or serves no gang API at all: then Degraded, as always), every other job a
+#   PodGroup of kube-scheduler's own (scheduling.k8s.io/v1alpha2) when the cluster serves it;
+# * native: every job a kube-scheduler PodGroup when served, t9kScheduler ignored;
+# * t9k: only jobs that set t9kScheduler, a T9k PodGroup;
+# * none: no PodGroup, pods placed one by one.
+GangMode = Literal["auto", "native", "t9k", "none"]
+GANG_MODES: tuple[GangMode, ...] = get_args(GangMode)
+
+
 @dataclass(frozen=True)
 class Settings:
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
+    # `t9k` unless configured: what `t9kjobs render` and plugins' unit tests see, as before
+    # kube-scheduler had gangs; the operator's default is `auto` (--gang-scheduling).
+    gang_scheduling: GangMode = "t9k"
 
 
 _current = Settings()

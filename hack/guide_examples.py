@@ -83,11 +83,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             " {queue: default}`, 1 launcher and 3 workers): a PodGroup of all 4 pods:",
             'debug = job_from_yaml(TEMPLATE / "examples" / "debug.yaml", manager)\n'
             "debug_pods = mpijob.t9kjobs_build_pods(job=debug)\n"
-            "scheduling.t9kjobs_build_auxiliary_objects(job=debug, pods=debug_pods)",
+            "none = frozenset()\n"
+            "scheduling.t9kjobs_build_auxiliary_objects("
+            "job=debug, pods=debug_pods, absent_kinds=none)",
         ),
         (
             "A job without `t9kScheduler` gets none:",
-            "scheduling.t9kjobs_build_auxiliary_objects(job=job, pods=pods)",
+            "scheduling.t9kjobs_build_auxiliary_objects(job=job, pods=pods, absent_kinds=none)",
         ),
     ],
     "t9kjobs_mutate_pod": [

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from t9kjobs.manager import PluginManager
-from t9kjobs.settings import NetworkPolicySettings, parse_labels
+from t9kjobs.settings import GANG_MODES, NetworkPolicySettings, parse_labels
 
 __all__ = ["add_operator_parser"]
 
@@ -52,6 +52,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
             tuple(sorted(set(args.network_policy_allow_namespace))),
             tuple(sorted(set(args.network_policy_allow_pods))),
         ),
+        gang_scheduling=args.gang_scheduling,
     )
     try:
         return Operator(options, manager).run()
@@ -171,6 +172,16 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="KEY=VALUE[,KEY=VALUE]",
         help="with --network-policy: pods of a job's own namespace with all these labels may"
         " connect to its pods too (repeatable: one selector each)",
+    )
+    p.add_argument(
+        "--gang-scheduling",
+        default="auto",
+        choices=GANG_MODES,
+        help="how a job's pods are placed together (docs/scheduling.md): auto (default) gives"
+        " jobs that set spec.scheduler.t9kScheduler a T9k PodGroup and every other job a"
+        " kube-scheduler PodGroup (scheduling.k8s.io/v1alpha2) where the cluster serves it;"
+        " native: a kube-scheduler PodGroup for every job; t9k: T9k PodGroups only; none: no"
+        " PodGroup, pods placed one by one",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

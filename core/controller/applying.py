@@ -19,6 +19,7 @@ from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import ApiError, Transport
+from t9kjobs.objects import child_kind, object_key
 from t9kjobs.planner import ObjectRef, Plan
 from t9kjobs.ssh import fill_generated_secret
 from t9kjobs.vocabulary import JobKey, Obj
@@ -81,7 +82,7 @@ class Applier:
     ) -> tuple[tuple[tuple[str, str], str] | None, bool]:
         """Create `obj`: its (kind, name) and holder if an object this job does not control
         already has the name, and whether the answer is in the cache."""
-        kind, name = obj["kind"], obj["metadata"]["name"]
+        kind, name = object_key(obj)
         try:
             answer = self.api.request(
                 "POST", CHILD_RESOURCES[kind].path(namespace), body=fill_generated_secret(obj)
@@ -100,14 +101,15 @@ class Applier:
         return None, cache.record(kind, answer)
 
     def _update(self, cache: Cache, namespace: str, obj: Obj) -> None:
-        path = CHILD_RESOURCES[obj["kind"]].path(namespace, obj["metadata"]["name"])
+        kind, name = object_key(obj)
+        path = CHILD_RESOURCES[kind].path(namespace, name)
         try:
             answer = self.api.request("PUT", path, body=obj)
         except ApiError as exc:
             if refused_for_good(exc):
                 raise ChildRejected(obj, exc) from exc
             raise
-        cache.record(obj["kind"], answer)
+        cache.record(kind, answer)
 
     def _delete(self, cache: Cache, namespace: str, ref: ObjectRef) -> None:
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
@@ -115,7 +117,7 @@ class Applier:
             body["preconditions"] = {"uid": ref.uid}
         if ref.grace_period_seconds is not None:
             body["gracePeriodSeconds"] = ref.grace_period_seconds
-        path = CHILD_RESOURCES[ref.kind].path(namespace, ref.name)
+        path = CHILD_RESOURCES[child_kind(ref.api_version, ref.kind)].path(namespace, ref.name)
         try:
             answer = self.api.request("DELETE", path, body=body)
         except ApiError as exc:

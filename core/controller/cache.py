@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import Resource
+from t9kjobs.objects import child_kind
 from t9kjobs.planner import ObjectRef
 from t9kjobs.vocabulary import JobKey, Obj
 
@@ -56,7 +57,7 @@ class Cache:
 
     def record_deletion(self, namespace: str, ref: ObjectRef, answer: Obj) -> None:
         """A child deleted: marked for deletion (a pod ends gracefully), or gone."""
-        store = self.child_stores.get(ref.kind)
+        store = self.child_stores.get(child_kind(ref.api_version, ref.kind))
         if store is None:
             return
         meta = answer.get("metadata") or {}

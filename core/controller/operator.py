@@ -39,6 +39,7 @@ from t9kjobs.controller.threads import Supervisor
 from t9kjobs.kube.informer import Informer, Store
 from t9kjobs.kube.resources import (
     CHILD_RESOURCES,
+    NATIVE_POD_GROUP,
     OPTIONAL_CHILD_KINDS,
     Resource,
     job_resource,
@@ -69,8 +70,14 @@ class Operator:
         # What feature plugins read (t9kjobs.settings), set before any job is planned; and the
         # child kinds to watch: an optional one only when its option is on, so that without
         # it the operator needs no right on it.
-        configure(Settings(network_policy=options.network_policy))
+        configure(
+            Settings(network_policy=options.network_policy, gang_scheduling=options.gang_scheduling)
+        )
         optional = {"NetworkPolicy"} if options.network_policy.enabled else set()
+        if options.gang_scheduling in ("auto", "t9k"):
+            optional.add("PodGroup")
+        if options.gang_scheduling in ("auto", "native"):
+            optional.add(NATIVE_POD_GROUP)
         self.child_resources = {
             kind: resource
             for kind, resource in CHILD_RESOURCES.items()
@@ -144,7 +151,7 @@ class Operator:
         absent = frozenset(
             kind
             for kind, resource in self.child_resources.items()
-            if resource.group and kind not in self._served(resource.api_version)
+            if resource.group and resource.kind not in self._served(resource.api_version)
         )
         return kinds, absent
 
@@ -159,7 +166,9 @@ class Operator:
                 )
         for kind in sorted(absent - self._reported):
             log.info(
-                "child kind %s is not served by this cluster; jobs that need it are Degraded", kind
+                "child kind %s is not served by this cluster: jobs that need it are Degraded,"
+                " features that only use it are off",
+                kind,
             )
         self._reported = set(self.manager.kinds) - set(kinds) | set(absent)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from t9kjobs.settings import NetworkPolicySettings
+from t9kjobs.settings import GangMode, NetworkPolicySettings
 
 __all__ = ["Options"]
 
@@ -50,3 +50,5 @@ class Options:
     # A NetworkPolicy per job (the networkpolicy feature plugin; off: clusters whose network
     # plugin does not enforce NetworkPolicies ignore them, and it is a request per job).
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
+    # How a job's pods are placed together (t9kjobs.settings.GangMode, docs/scheduling.md).
+    gang_scheduling: GangMode = "auto"

@@ -65,8 +65,8 @@ def printer_columns() -> list[Json]:
         column(
             "Reason",
             "string",
-            '.status.conditions[?(@.type=="Failed")].reason',
-            "Why the job failed, if it did.",
+            ".status.reason",
+            "Why the job failed, or why its gang waits (Unschedulable).",
         ),
         column("Age", "date", ".metadata.creationTimestamp", "Since the job was created."),
         column("Mode", "string", ".status.runMode", "Immediate, Debug or Pause.", 1),

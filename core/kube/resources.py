@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 from t9kjobs.kinds import KindInfo
 from t9kjobs.models import API_GROUP
+from t9kjobs.objects import child_kind
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "CHILD_RESOURCES",
     "METADATA_LIST",
     "METADATA_WATCH",
+    "NATIVE_POD_GROUP",
     "OPTIONAL_CHILD_KINDS",
     "Resource",
     "job_resource",
@@ -90,18 +92,23 @@ def job_resource(info: KindInfo) -> Resource:
 # only: the operator creates a job's SSH Secret and never reads its data back (a Secret is
 # never updated: `t9kjobs.planner`'s `_needs_update`).
 CHILD_RESOURCES: dict[str, Resource] = {
-    r.kind: r
+    child_kind(r.api_version, r.kind): r
     for r in (
         Resource("", "v1", "pods", "Pod"),
         Resource("", "v1", "services", "Service"),
         Resource("", "v1", "configmaps", "ConfigMap"),
         Resource("", "v1", "secrets", "Secret", metadata_only=True),
         Resource("scheduler.tensorstack.dev", "v1beta1", "podgroups", "PodGroup"),
+        # kube-scheduler's own gang scheduling (Kubernetes 1.36, alpha; docs/scheduling.md).
+        Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup"),
         Resource("tensorstack.dev", "v1beta1", "tensorboards", "TensorBoard"),
         # Only with `t9kjobs operator --network-policy` (the networkpolicy feature plugin):
         # without it the operator neither watches nor needs the right to (Operator).
         Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
     )
 }
-# Child kinds watched only when an operator option asks for them.
-OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy"})
+# kube-scheduler's PodGroup, as a job's children spell it (`t9kjobs.objects.child_kind`).
+NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
+# Child kinds watched only when an operator option asks for them (--network-policy,
+# --gang-scheduling): without it the operator needs no right on them.
+OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy", "PodGroup", NATIVE_POD_GROUP})

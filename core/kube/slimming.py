@@ -3,8 +3,10 @@ sent. At 2,000 jobs x 4 pods the stores were most of the operator's 288 MiB; a c
 read for its metadata (names, labels, annotations, owner, deletion) and, in its status, its
 phase and its containers' states (exit codes, reasons), and nothing else.
 
-So every object loses `metadata.managedFields` (a third of a pod), and a pod keeps no spec and
-of its status only `phase` and, per container, `name`, `state` and `lastState`: the rendered
+So every object loses `metadata.managedFields` (a third of a pod), and a pod keeps of its spec
+only `nodeName` (whether it is placed), and of its status only `phase`, per container `name`,
+`state` and `lastState`, and a `PodScheduled` condition that says it cannot be placed (why its
+gang waits: `t9kjobs.planner.placement`): the rendered
 spec (containers, env, volumes, the launch command's copy in the environment) and the kubelet's
 details (conditions, IPs, images, container ids) go. The planner compares pods with the job by
 their spec-hash annotation, never by their spec, and never writes a cached pod back (a pod to
@@ -38,6 +40,7 @@ __all__ = ["slimmer"]
 
 
 _CONTAINER_FIELDS = ("name", "state", "lastState")
+_CONDITION_FIELDS = ("type", "status", "reason", "message")
 
 
 def _interned(value: Any) -> Any:
@@ -58,7 +61,8 @@ def _without_managed_fields(obj: Obj) -> Obj:
 
 def _slim_pod(pod: Obj) -> Obj:
     _without_managed_fields(pod)
-    pod["spec"] = {}
+    node = (pod.get("spec") or {}).get("nodeName")
+    pod["spec"] = {"nodeName": node} if node else {}
     status = pod.get("status")
     if status:
         kept: Obj = {"phase": status["phase"]} if "phase" in status else {}
@@ -67,6 +71,13 @@ def _slim_pod(pod: Obj) -> Obj:
             kept["containerStatuses"] = [
                 {k: c[k] for k in _CONTAINER_FIELDS if k in c} for c in containers
             ]
+        unscheduled = [
+            {k: c[k] for k in _CONDITION_FIELDS if k in c}
+            for c in status.get("conditions") or []
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        ]
+        if unscheduled:
+            kept["conditions"] = unscheduled
         pod["status"] = kept
     return pod
 

@@ -45,7 +45,14 @@ __all__ = [
 
 JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
 ConditionType = Literal[
-    "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "Degraded"
+    "Initialized",
+    "Scheduled",
+    "Running",
+    "ReplicaFailure",
+    "Completed",
+    "Failed",
+    "Paused",
+    "Degraded",
 ]
 FINISHED_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
 _PHASES: frozenset[str] = frozenset(get_args(JobPhase))
@@ -203,6 +210,12 @@ class JobStatus(_KeepsUnknownFields):
     )
     run_mode: RunModeName | None = Field(
         default=None, description="The run mode in force: Immediate, Debug or Pause."
+    )
+    reason: str | None = Field(
+        default=None,
+        description="Why the job stands where it does, when it does not go on by itself: the"
+        " reason of its Failed condition, or `Unschedulable` while its gang cannot be placed"
+        " (a False Scheduled condition). The REASON column of `kubectl get`.",
     )
 
     @classmethod

@@ -58,3 +58,14 @@ def set_condition(
     current.status = new_status
     current.reason = reason
     current.message = message
+
+
+def standing_reason(status: JobStatus) -> str | None:
+    """`status.reason`: why a job stands where it does, when it does not go on by itself (the
+    reason of its Failed condition, or of a False Scheduled condition while it is unfinished)."""
+    failed, scheduled = status.condition("Failed"), status.condition("Scheduled")
+    if failed is not None and failed.status == "True":
+        return failed.reason
+    if scheduled is not None and scheduled.status == "False" and not status.finished:
+        return scheduled.reason
+    return None

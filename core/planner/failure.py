@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from t9kjobs.models import JobStatus
-from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.conditions import set_condition, standing_reason
 from t9kjobs.vocabulary import Obj
 
 __all__ = ["MESSAGE_LIMIT", "cut", "degraded_status", "failed_status", "stored_status"]
@@ -40,6 +40,7 @@ def failed_status(status: JobStatus, reason: str, message: str, now: str) -> Job
     out.phase = "Failed"
     out.completion_time = now
     set_condition(out, "Failed", True, reason, cut(message), now)
+    out.reason = standing_reason(out)
     return out
 
 

@@ -27,7 +27,7 @@ from datetime import datetime
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import owner_labels
-from t9kjobs.planner.conditions import first_created, parse_time, rfc3339
+from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running
@@ -114,7 +114,7 @@ def _situation(
         created = first_created(observed.pods())
         status.start_time = rfc3339(now if created is None else min(now, created))
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
-    aux = hooks.auxiliary_objects(job, pods)
+    aux = hooks.auxiliary_objects(job, pods, observed.absent_kinds)
     replicas = [r for t in status.tasks for r in t.replicas]
     pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
@@ -153,6 +153,7 @@ def _built(
         )
     if not routine_events:
         events = tuple(e for e in events if not e.routine)
+    status.reason = standing_reason(status)
     return Plan(
         status=status,
         status_changed=status != before,

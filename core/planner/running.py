@@ -16,9 +16,11 @@ from t9kjobs.objects import (
     ANNOTATION_INCARNATION,
     ANNOTATION_SPEC_HASH,
     ANNOTATION_STOP_WHEN_FINISHED,
+    object_key,
     spec_hash,
 )
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects
 from t9kjobs.planner.replicas import exit_code_of, pod_state
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
@@ -47,7 +49,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
     # Ownership before use: while any name the job needs is held by an object it does not
     # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
     # them, a pod of its name), no pod of the job is created. See the condition.
-    blocked = bool(observed.conflicts)
+    blocked = bool(observed.conflicts) or _gang_going(s)
     for desired in pods:
         manifest = desired.manifest
         digest = spec_hash(manifest)
@@ -89,15 +91,18 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
     absent: list[tuple[str, str]] = []
     desired_aux = set()
     for obj in s.aux:
-        key = (obj["kind"], obj["metadata"]["name"])
+        key = object_key(obj)
         desired_aux.add(key)
-        if obj["kind"] in observed.absent_kinds:
+        if key[0] in observed.absent_kinds:
             absent.append(key)
             continue
         current = observed.get(*key)
         if current is None:
             if key not in observed.conflicts:
                 aux_creates.append(obj)
+        elif _needs_update(obj, current) and key[0] in REPLACED_KINDS:
+            if not current["metadata"].get("deletionTimestamp"):
+                deletes.append(deletion(current))  # created again once it is gone
         elif _needs_update(obj, current):
             updated = dict(obj)
             updated["metadata"] = {
@@ -136,6 +141,17 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         events=tuple(events),
         requeue_after=requeue,
     )
+
+
+def _gang_going(s: Situation) -> bool:
+    """Whether a PodGroup the job wants is still being deleted (kube-scheduler's waits for the
+    pods of a paused job to go, podgroup-protection): new pods would join the group on its way
+    out, and keep it from going. They are created once it is gone, with a new one."""
+    for obj in placement_objects(s.aux):
+        current = s.observed.get(*object_key(obj))
+        if current is not None and current["metadata"].get("deletionTimestamp"):
+            return True
+    return False
 
 
 def _needs_update(desired: Obj, current: Obj) -> bool:

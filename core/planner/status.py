@@ -10,6 +10,7 @@ from t9kjobs.kinds import ReplicaState
 from t9kjobs.models import Aggregate, ContainerStatus, JobStatus, ReplicaStatus, TaskStatus
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, ENV_LAUNCH_COMMAND, DesiredPod
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.placement import placement
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Situation
 from t9kjobs.vocabulary import Obj
@@ -136,6 +137,7 @@ def phase_and_conditions(s: Situation, status: JobStatus, absent: list[tuple[str
         status.phase = "Pending"
 
     replica_failure(status, states, ts)
+    placement(status, s.aux, s.observed, list(s.pods_by_name.values()), ts)
     if absent:
         kinds = ", ".join(sorted({kind for kind, _ in absent}))
         names = ", ".join(f"{kind}/{name}" for kind, name in sorted(absent))

@@ -11,6 +11,7 @@ from t9kjobs.kinds import Verdict
 from t9kjobs.models import Aggregate, JobStatus, Lifecycle
 from t9kjobs.objects import ANNOTATION_STOP_WHEN_FINISHED, LABEL_REPLICA_TYPE
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.placement import placement, placement_objects
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import aggregate, containers, replica_failure, write_replicas
@@ -55,12 +56,14 @@ def paused(status: JobStatus, observed: Observed, ts: str) -> Changes:
         for replica in task.replicas:
             replica.phase, replica.uid, replica.containers = "Deleted", None, []
     events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
-    return Changes(delete=tuple(deletion(p) for p in live), events=tuple(events))
+    gone = [*live, *placement_objects(observed.objects.values())]
+    return Changes(delete=tuple(deletion(o) for o in gone), events=tuple(events))
 
 
 def cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[ObjectRef]:
-    """Pods to delete when a job has finished: by cleanUpPolicy, and active ones past a deadline."""
-    out = []
+    """Children to delete when a job has finished: pods by cleanUpPolicy, and active ones past
+    a deadline; its PodGroups (`t9kjobs.planner.placement`)."""
+    out = [deletion(o) for o in placement_objects(observed.objects.values())]
     for pod in observed.pods():
         if pod["metadata"].get("deletionTimestamp"):
             continue
@@ -97,6 +100,7 @@ def finish(s: Situation, status: JobStatus, verdict: Verdict) -> Changes:
     status.backoff_count = found.backoff_performed
     write_replicas(status, s.pods, pods_by_name, found.performed, stopped)
     replica_failure(status, found.states, ts)
+    placement(status, s.aux, s.observed, list(pods_by_name.values()), ts)
     # A success is in the Completed condition, its reason and message: a routine Event. A
     # failure is a Warning, what alerting on Events looks for.
     event = Event(

@@ -28,7 +28,7 @@ from typing import Any
 from t9kjobs.loading import load_documents, load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
-from t9kjobs.objects import Obj
+from t9kjobs.objects import Obj, child_kind, object_key
 from t9kjobs.planner import Observed, Plan, plan
 
 __all__ = [
@@ -120,11 +120,11 @@ def apply_plan(objects: Mapping[tuple[str, str], Obj], plan: Plan) -> dict[tuple
     """The children by (kind, name) after `plan` was applied (deletions take effect at once)."""
     out = dict(objects)
     for ref in plan.delete:
-        out.pop((ref.kind, ref.name), None)
+        out.pop((child_kind(ref.api_version, ref.kind), ref.name), None)
     for obj in [*plan.update, *plan.create]:
         obj = copy.deepcopy(obj)
         obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")
-        out[(obj["kind"], obj["metadata"]["name"])] = obj
+        out[object_key(obj)] = obj
     return out
 
 

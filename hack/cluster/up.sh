@@ -18,6 +18,9 @@
 #   T9KJOBS_ETCD_PORT, T9KJOBS_ETCD_PEER_PORT, T9KJOBS_APISERVER_PORT, T9KJOBS_KCM_PORT,
 #   T9KJOBS_SCHEDULER_PORT                   fixed ports (default: free ones picked at start)
 #   T9KJOBS_UP_TIMEOUT (180)                 seconds to wait for each readiness step
+#   T9KJOBS_GANG_API=0                       leave out kube-scheduler's gang scheduling (the
+#                                            GenericWorkload and GangScheduling gates and
+#                                            scheduling.k8s.io/v1alpha2), on by default
 #   T9KJOBS_AUDIT=1                          audit log of service accounts' requests (outside
 #                                            kube-system) in logs/audit.log (docs/cluster.md)
 set -euo pipefail
@@ -274,8 +277,21 @@ EOF
 	echo "AUDIT_LOG=$D/logs/audit.log" >>"$D/cluster.env"
 fi
 
+# kube-scheduler's own gang scheduling (Kubernetes 1.36, alpha): the PodGroup API
+# (scheduling.k8s.io/v1alpha2) served by the API server, pods' spec.schedulingGroup kept, the
+# scheduler's GangScheduling plugin on, the controller-manager aware of PodGroups. The three
+# components must agree on the gates (docs/scheduling.md).
+GANG_ARGS=()
+GANG_API_ARGS=()
+if [[ ${T9KJOBS_GANG_API:-1} == 1 ]]; then
+	GANG_ARGS=(--feature-gates=GenericWorkload=true,GangScheduling=true)
+	GANG_API_ARGS=("${GANG_ARGS[@]}" --runtime-config=scheduling.k8s.io/v1alpha2=true)
+fi
+echo "GANG_API=${T9KJOBS_GANG_API:-1}" >>"$D/cluster.env"
+
 start kube-apiserver "$BIN/kube-apiserver" \
 	"${AUDIT_ARGS[@]}" \
+	"${GANG_API_ARGS[@]}" \
 	--bind-address=127.0.0.1 \
 	--advertise-address=127.0.0.1 \
 	--secure-port="$P_API" \
@@ -306,6 +322,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
 wait_for "kube-apiserver on $SERVER" kube-apiserver "${KUBECTL[@]}" get --raw /readyz
 
 start kube-controller-manager "$BIN/kube-controller-manager" \
+	"${GANG_ARGS[@]}" \
 	--kubeconfig="$D/kube-controller-manager.kubeconfig" \
 	--authentication-kubeconfig="$D/kube-controller-manager.kubeconfig" \
 	--authorization-kubeconfig="$D/kube-controller-manager.kubeconfig" \
@@ -319,6 +336,7 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
 	--v=1
 
 start kube-scheduler "$BIN/kube-scheduler" \
+	"${GANG_ARGS[@]}" \
 	--kubeconfig="$D/kube-scheduler.kubeconfig" \
 	--authentication-kubeconfig="$D/kube-scheduler.kubeconfig" \
 	--authorization-kubeconfig="$D/kube-scheduler.kubeconfig" \

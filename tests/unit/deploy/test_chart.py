@@ -231,6 +231,56 @@ def test_values_reach_the_operator_flags(render: Callable[..., list[Obj]]) -> No
     assert container(objects)["env"] == [{"name": "T9KJOBS_BLOCK_PLUGINS", "value": "a,b"}]
 
 
+def pod_group_rights(objects: list[Obj]) -> dict[str, set[str]]:
+    """The ClusterRole's verbs on `podgroups`, by API group."""
+    return {
+        group: set(rule["verbs"])
+        for rule in one(objects, "ClusterRole")["rules"]
+        if "podgroups" in rule["resources"]
+        for group in rule["apiGroups"]
+    }
+
+
+T9K_POD_GROUPS = {"scheduler.tensorstack.dev": {"list", "watch", "create", "update", "delete"}}
+# kube-scheduler's PodGroups are immutable: replaced, never updated.
+NATIVE_POD_GROUPS = {"scheduling.k8s.io": {"list", "watch", "create", "delete"}}
+
+
+@pytest.mark.parametrize(
+    ("mode", "rights"),
+    [
+        ("auto", {**T9K_POD_GROUPS, **NATIVE_POD_GROUPS}),
+        ("native", NATIVE_POD_GROUPS),
+        ("t9k", T9K_POD_GROUPS),
+        ("none", {}),
+    ],
+)
+def test_pod_group_rights_follow_the_gang_scheduling_mode(
+    render: Callable[..., list[Obj]], mode: str, rights: dict[str, set[str]]
+) -> None:
+    """`gangScheduling` reaches `--gang-scheduling`, and the ClusterRole grants rights on
+    exactly the PodGroup kinds the operator watches in that mode (`Operator`)."""
+    objects = render({"gangScheduling": mode})
+    assert f"--gang-scheduling={mode}" in container(objects)["args"]
+    assert operator_args(objects).gang_scheduling == mode
+    assert pod_group_rights(objects) == rights
+
+
+def test_gang_scheduling_defaults_to_auto_and_refuses_an_unknown_mode(helm: Path) -> None:
+    objects = render_chart(helm, CLUSTER_WIDE)
+    assert operator_args(objects).gang_scheduling == "auto"
+    assert pod_group_rights(objects) == {**T9K_POD_GROUPS, **NATIVE_POD_GROUPS}
+    proc = subprocess.run(
+        [str(helm), "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--values", "-"],
+        input=yaml.safe_dump({**CLUSTER_WIDE, "gangScheduling": "volcano"}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "gangScheduling is volcano: choose auto, native, t9k or none" in proc.stderr
+
+
 def test_extra_job_resources_get_the_job_rules(render: Callable[..., list[Obj]]) -> None:
     objects = render({"rbac": {"extraJobResources": ["mpijobs"]}})
     resources = {r for rule in one(objects, "ClusterRole")["rules"] for r in rule["resources"]}

@@ -566,7 +566,7 @@ def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[s
             "Phase": (".status.phase", 0),
             "Replicas": (".status.ready", 0),
             "Restarts": (".status.backoffCount", 0),
-            "Reason": ('.status.conditions[?(@.type=="Failed")].reason', 0),
+            "Reason": (".status.reason", 0),
             "Age": (".metadata.creationTimestamp", 0),
             "Mode": (".status.runMode", 1),
             "Queue": (".spec.scheduler.t9kScheduler.queue", 1),

@@ -64,7 +64,7 @@ class FakeTransport:
         answer["metadata"].setdefault("uid", f"uid-{next(self._uids)}")
         if self.created_at is not None:
             answer["metadata"].setdefault("creationTimestamp", self.created_at)
-        if body.get("kind") not in (None, "Event"):
+        if body.get("kind") not in (None, "Event", "DeleteOptions"):
             self.existing[(path, answer["metadata"]["name"])] = answer
         return answer
 

@@ -81,7 +81,7 @@ def test_a_slim_pod_keeps_what_is_read_and_is_a_fraction_of_the_size(
     kept = store.get("team-a", served["metadata"]["name"])
     assert kept is not None
     assert kept["metadata"] == {k: v for k, v in served["metadata"].items() if k != "managedFields"}
-    assert kept["spec"] == {}
+    assert kept["spec"] == {"nodeName": "node-1"}  # placed: a gang's pods are (placement)
     assert kept["status"] == {
         "phase": "Failed",
         "containerStatuses": [
@@ -90,6 +90,22 @@ def test_a_slim_pod_keeps_what_is_read_and_is_a_fraction_of_the_size(
         ],
     }
     assert len(json.dumps(kept)) < len(json.dumps(served)) / 2
+
+
+def test_a_pod_that_cannot_be_placed_keeps_why(manager: PluginManager) -> None:
+    pod = next(o for (kind, _), o in children(manager).items() if kind == "Pod")
+    served = as_served(pod, "Pending")
+    del served["spec"]["nodeName"]
+    why = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+    }
+    served["status"]["conditions"].append({**why, "lastProbeTime": None, "observedGeneration": 1})
+    kept = slimmer("Pod")(served)
+    assert kept["spec"] == {}
+    assert kept["status"]["conditions"] == [why]  # not Ready, not the probe time
 
 
 def test_kept_strings_are_shared_between_objects(manager: PluginManager) -> None:

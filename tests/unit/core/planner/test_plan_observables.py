@@ -286,7 +286,7 @@ class Hooks:
     def compute_status(self, job: Any, replicas: Sequence[ReplicaState]) -> Verdict | None:
         return self.verdict
 
-    def auxiliary_objects(self, job: Any, pods: Any) -> list[Obj]:
+    def auxiliary_objects(self, job: Any, pods: Any, absent_kinds: Any) -> list[Obj]:
         return copy.deepcopy(self.aux)
 
 

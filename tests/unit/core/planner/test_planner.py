@@ -313,7 +313,7 @@ def test_absent_child_kinds_are_left_out_with_a_condition() -> None:
         mutate_pod = hooks.mutate_pod
         update_status = hooks.update_status
 
-        def auxiliary_objects(self, job: Any, pods: Any) -> list[Obj]:
+        def auxiliary_objects(self, job: Any, pods: Any, absent_kinds: Any) -> list[Obj]:
             return [
                 {
                     "apiVersion": "scheduler.tensorstack.dev/v1beta1",

@@ -127,49 +127,57 @@ def test_changing_the_queue_updates_the_group_and_removing_the_scheduler_deletes
     assert [(d.kind, d.name) for d in p.delete] == [("PodGroup", "generic-ddp")]
 
 
-@pytest.mark.parametrize(
-    ("doc", "pods", "min_member"),
-    [
-        # master + elastic workers: minReplicas does not count the master.
-        (
-            manifest(
-                replica("master"),
-                replica("worker", 3),
-                elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
-                scheduler=SCHEDULER,
-            ),
-            4,
-            3,
+# Jobs (with t9kScheduler), their pods, and how many they cannot run without: a T9k
+# PodGroup's minMember, a kube-scheduler PodGroup's minCount (test_native_gang).
+MINIMA = [
+    # master + elastic workers: minReplicas does not count the master.
+    (
+        manifest(
+            replica("master"),
+            replica("worker", 3),
+            elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
+            scheduler=SCHEDULER,
         ),
-        # no master type: index 0 of the first type is the master and scales with the rest.
-        (
-            manifest(
-                replica("node", 3),
-                elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
-                scheduler=SCHEDULER,
-            ),
-            3,
-            2,
+        4,
+        3,
+    ),
+    # no master type: index 0 of the first type is the master and scales with the rest.
+    (
+        manifest(
+            replica("node", 3),
+            elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
+            scheduler=SCHEDULER,
         ),
-        # not elastic: every pod.
-        (manifest(replica("master"), replica("worker", 3), scheduler=SCHEDULER), 4, 4),
-        (
-            with_spec(
-                elastic={
-                    "enabled": True,
-                    "minReplicas": 1,
-                    "maxReplicas": 4,
-                    "expectedReplicas": 3,
-                },
-                scheduler=SCHEDULER,
-            ),
-            3,
-            1,
+        3,
+        2,
+    ),
+    # not elastic: every pod.
+    (manifest(replica("master"), replica("worker", 3), scheduler=SCHEDULER), 4, 4),
+    (
+        with_spec(
+            elastic={
+                "enabled": True,
+                "minReplicas": 1,
+                "maxReplicas": 4,
+                "expectedReplicas": 3,
+            },
+            scheduler=SCHEDULER,
         ),
-        (with_spec(scheduler=SCHEDULER), 2, 2),
-    ],
-    ids=["pytorch-master-elastic", "pytorch-elastic", "pytorch", "deepspeed-elastic", "deepspeed"],
-)
+        3,
+        1,
+    ),
+    (with_spec(scheduler=SCHEDULER), 2, 2),
+]
+MINIMA_IDS = [
+    "pytorch-master-elastic",
+    "pytorch-elastic",
+    "pytorch",
+    "deepspeed-elastic",
+    "deepspeed",
+]
+
+
+@pytest.mark.parametrize(("doc", "pods", "min_member"), MINIMA, ids=MINIMA_IDS)
 def test_min_member_is_the_elastic_minimum(
     manager: PluginManager, doc: Obj, pods: int, min_member: int
 ) -> None:

@@ -1,0 +1,109 @@
+"""Where a job's pods are placed together: its PodGroups, and what the job says when its gang
+cannot be placed.
+
+A PodGroup (the T9k scheduler's `PodGroup`, or kube-scheduler's own
+`PodGroup.scheduling.k8s.io`; built by the `scheduling` feature plugin) only serves to place
+pods: a job with no pods to place (paused, finished) keeps none, so none is left behind it to
+hold a queue's place or a scheduler's attention. kube-scheduler's PodGroup is immutable: one
+whose count must change (the elastic minimum edited) is deleted, and created again by the next
+reconcile.
+
+A gang that cannot be placed, because the cluster lacks room now or will never have enough,
+waits in silence at the scheduler: its pods are Pending with a `PodScheduled` condition that
+says why. The job repeats it in its own `Scheduled` condition (False, reason `Unschedulable`),
+in `status.reason` (the REASON column of `kubectl get t9k`) and so in `describe`. The
+condition turns True once the pods are placed, and is never written for a job that has no
+gang: a cluster without gang scheduling shows nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from t9kjobs.models import JobStatus
+from t9kjobs.objects import object_key
+from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.types import Observed
+from t9kjobs.vocabulary import Obj
+
+__all__ = ["PLACEMENT_KINDS", "REPLACED_KINDS", "placement", "placement_objects", "unplaced"]
+
+PLACEMENT_KINDS = frozenset({"PodGroup", "PodGroup.scheduling.k8s.io"})
+# Children whose spec cannot be updated: replaced instead.
+REPLACED_KINDS = frozenset({"PodGroup.scheduling.k8s.io"})
+
+
+def placement_objects(objects: Iterable[Obj]) -> list[Obj]:
+    """The PodGroups among `objects`, not being deleted already."""
+    return [
+        o
+        for o in objects
+        if object_key(o)[0] in PLACEMENT_KINDS and not o["metadata"].get("deletionTimestamp")
+    ]
+
+
+def _gang_size(group: Obj) -> int | None:
+    spec = group.get("spec") or {}
+    gang = (spec.get("schedulingPolicy") or {}).get("gang") or {}
+    size = gang.get("minCount", spec.get("minMember"))
+    return size if isinstance(size, int) else None
+
+
+def _condition(obj: Obj, type_: str) -> Obj | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == type_:
+            return condition
+    return None
+
+
+def _placed(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def unplaced(group: Obj | None, pods: Sequence[Obj]) -> str | None:
+    """Why the scheduler cannot place the gang now, from its PodGroup's and its pods'
+    scheduling conditions; None while nothing says it cannot, or once every pod is placed
+    (a PodGroup's condition may say so later than its pods)."""
+    if pods and all(_placed(p) for p in pods):
+        return None
+    said = [
+        str(c.get("message") or "")
+        for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"]))
+        if not pod["metadata"].get("deletionTimestamp")
+        and not _placed(pod)
+        and (c := _condition(pod, "PodScheduled")) is not None
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+    ]
+    group_said = _condition(group, "PodGroupScheduled") if group is not None else None
+    if group_said is not None and group_said.get("status") == "False":
+        said.append(str(group_said.get("message") or group_said.get("reason") or ""))
+    # What the nodes lack says more than that the group waits ("0/4 nodes are available: 4
+    # Insufficient nvidia.com/gpu" rather than "pod group is unschedulable, waiting for ...").
+    said = sorted((m for m in said if m), key=lambda m: "nodes are available" not in m)
+    if not said:
+        return None
+    if group is None:
+        return said[0]
+    kind, name = object_key(group)
+    size = _gang_size(group)
+    gang = f"{size} pods at once" if size is not None else "its pods at once"
+    return f"{kind} {name} ({gang}) cannot be placed: {said[0]}"
+
+
+def placement(
+    status: JobStatus, wanted: Iterable[Obj], observed: Observed, pods: Sequence[Obj], ts: str
+) -> None:
+    """The job's `Scheduled` condition, for a job with a gang (`wanted`: the children it wants,
+    its PodGroups among them; `observed`: as the cluster holds them; `pods`: its pods)."""
+    held = [observed.get(*object_key(o)) for o in placement_objects(wanted)]
+    groups = [g for g in held if g is not None]
+    if not groups:
+        return
+    why = unplaced(groups[0], pods)
+    if why is not None:
+        set_condition(status, "Scheduled", False, "Unschedulable", why, ts)
+        return
+    before = status.condition("Scheduled")
+    if before is not None and before.status == "False" and pods and all(map(_placed, pods)):
+        set_condition(status, "Scheduled", True, "Scheduled", "every pod is placed", ts)

@@ -1,0 +1,279 @@
+"""kube-scheduler's own gang scheduling (`--gang-scheduling`, docs/scheduling.md): which
+PodGroup a job gets, what it and the pods say, and the PodGroup's life with the job's."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+import pytest
+
+from t9kjobs.loading import parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.plugins.scheduling.plugin import gang_of
+from t9kjobs.settings import GangMode, Settings, configured
+from t9kjobs.vocabulary import Obj
+from tests.unit.conftest import NOW
+from tests.unit.core.planner.test_planner import Sim
+from tests.unit.plugins.deepspeed.jobs import with_spec
+from tests.unit.plugins.scheduling.test_scheduling import MINIMA, MINIMA_IDS, SCHEDULER, _generic
+
+NATIVE = "PodGroup.scheduling.k8s.io"
+GROUP = (NATIVE, "generic-ddp")
+
+
+@pytest.fixture
+def native() -> Iterator[None]:
+    with configured(Settings(gang_scheduling="native")):
+        yield
+
+
+def _plan(manager: PluginManager, doc: Obj, absent: frozenset[str] = frozenset()) -> Plan:
+    job = parse_job(copy.deepcopy(doc), manager)
+    return plan(job, Observed({}, absent), NOW, manager.hooks_for(job.kind))
+
+
+def _native(p: Plan) -> list[Obj]:
+    return [o for o in p.create if o.get("apiVersion") == "scheduling.k8s.io/v1alpha2"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "t9k", "absent", "gang"),
+    [
+        ("auto", False, set(), "native"),
+        ("auto", True, set(), "t9k"),
+        # auto: a job that asks for the T9k scheduler where only kube-scheduler has gangs
+        ("auto", True, {"PodGroup"}, "native"),
+        # ... and where nobody does: its T9k PodGroup, left out and Degraded, as always
+        ("auto", True, {"PodGroup", NATIVE}, "t9k"),
+        ("auto", False, {NATIVE}, None),
+        ("native", True, set(), "native"),
+        ("native", False, {NATIVE}, None),
+        ("t9k", False, set(), None),
+        ("t9k", True, {"PodGroup"}, "t9k"),
+        ("none", True, set(), None),
+        ("none", False, set(), None),
+    ],
+)
+def test_which_pod_group_a_job_gets(
+    manager: PluginManager, mode: GangMode, t9k: bool, absent: set[str], gang: str | None
+) -> None:
+    doc = _generic(scheduler=SCHEDULER) if t9k else _generic()
+    job = parse_job(doc, manager)
+    assert gang_of(job, frozenset(absent), mode) == gang
+
+
+def test_a_native_gang_of_every_pod_created_before_them(
+    manager: PluginManager, native: None
+) -> None:
+    p = _plan(manager, _generic())
+    [group] = _native(p)
+    assert group["kind"] == "PodGroup"
+    assert group["metadata"]["name"] == "generic-ddp"
+    assert group["metadata"]["namespace"] == "ns"
+    owner = group["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("GenericJob", "job-uid", True)
+    assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    pods = [o for o in p.create if o["kind"] == "Pod"]
+    assert len(pods) == 4
+    for pod in pods:
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "generic-ddp"}
+        assert "schedulerName" not in pod["spec"]
+    assert p.create.index(group) < p.create.index(pods[0])
+
+
+def test_t9k_scheduler_settings_are_not_carried_to_a_native_gang(
+    manager: PluginManager, native: None
+) -> None:
+    p = _plan(manager, _generic(scheduler=SCHEDULER))
+    [group] = _native(p)
+    assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    assert not [o for o in p.create if o.get("apiVersion") == "scheduler.tensorstack.dev/v1beta1"]
+    for pod in (o for o in p.create if o["kind"] == "Pod"):
+        assert "schedulerName" not in pod["spec"]
+        assert "scheduler.tensorstack.dev/queue" not in pod["metadata"]["labels"]
+
+
+def test_where_the_cluster_serves_no_gang_nothing_changes(
+    manager: PluginManager, native: None
+) -> None:
+    p = _plan(manager, _generic(), frozenset({NATIVE, "PodGroup"}))
+    assert not _native(p)
+    assert all("schedulingGroup" not in o["spec"] for o in p.create if o["kind"] == "Pod")
+    assert p.status.condition("Degraded") is None
+
+
+@pytest.mark.parametrize(("doc", "pods", "count"), MINIMA, ids=MINIMA_IDS)
+def test_min_count_is_what_the_job_cannot_run_without(
+    manager: PluginManager, native: None, doc: Obj, pods: int, count: int
+) -> None:
+    p = _plan(manager, doc)
+    assert len([o for o in p.create if o["kind"] == "Pod"]) == pods
+    assert _native(p)[0]["spec"]["schedulingPolicy"]["gang"]["minCount"] == count
+
+
+def _elastic(manager: PluginManager) -> Sim:
+    """An elastic DeepSpeedJob (2 to 6 workers, 4 now), after its first reconcile."""
+    doc = with_spec(
+        elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 6, "expectedReplicas": 4}
+    )
+    sim = Sim(doc, manager)
+    sim.step()
+    return sim
+
+
+def test_an_elastic_scale_keeps_the_gang_and_new_pods_join_it(
+    manager: PluginManager, native: None
+) -> None:
+    sim = _elastic(manager)
+    sim.manifest["spec"]["elastic"]["expectedReplicas"] = 6
+    p = sim.step()
+    assert sorted(o["metadata"]["name"] for o in p.create) == ["ds-worker-4", "ds-worker-5"]
+    assert all(o["spec"]["schedulingGroup"] == {"podGroupName": "ds"} for o in p.create)
+    assert not [o for o in p.update if o["kind"] == "PodGroup"]
+    assert not [d for d in p.delete if d.kind == "PodGroup"]
+
+
+def test_a_gang_whose_count_changes_is_replaced_not_updated(
+    manager: PluginManager, native: None
+) -> None:
+    """minCount is immutable: an update would be refused (and fail the job)."""
+    sim = _elastic(manager)
+    sim.manifest["spec"]["elastic"]["minReplicas"] = 3
+    p = sim.step()
+    assert not [o for o in p.update if o["kind"] == "PodGroup"]
+    assert [(d.api_version, d.kind, d.name) for d in p.delete if d.kind == "PodGroup"] == [
+        ("scheduling.k8s.io/v1alpha2", "PodGroup", "ds")
+    ]
+    p = sim.step()  # gone: created again, with the new count
+    [group] = _native(p)
+    assert group["spec"]["schedulingPolicy"]["gang"]["minCount"] == 3
+
+
+@pytest.mark.parametrize("mode", ["native", "t9k"])
+def test_pause_and_the_end_of_a_job_leave_no_pod_group(
+    manager: PluginManager, mode: GangMode
+) -> None:
+    with configured(Settings(gang_scheduling=mode)):
+        sim = Sim(_generic(scheduler=SCHEDULER), manager)
+        sim.step()
+        kind = NATIVE if mode == "native" else "PodGroup"
+        assert (kind, "generic-ddp") in sim.objects
+        sim.manifest["spec"]["runMode"] = {"pause": {"enabled": True}}
+        sim.step()
+        assert (kind, "generic-ddp") not in sim.objects
+        del sim.manifest["spec"]["runMode"]
+        p = sim.step()
+        assert (kind, "generic-ddp") in sim.objects  # resumed: a gang again, before the pods
+        kinds = [o["kind"] for o in p.create]
+        assert kinds.index("PodGroup") < kinds.index("Pod")
+        sim.set("generic-ddp-master-0", "Failed", 3)
+        sim.step()
+        assert sim.status["phase"] == "Failed"
+        assert (kind, "generic-ddp") not in sim.objects
+
+
+def _unschedulable(pod: Obj, message: str) -> Obj:
+    pod = copy.deepcopy(pod)
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+            }
+        ],
+    }
+    return pod
+
+
+def _placed(pod: Obj) -> Obj:
+    pod = copy.deepcopy(pod)
+    pod["spec"]["nodeName"] = "node-0"
+    pod["status"] = {"phase": "Pending"}
+    return pod
+
+
+def test_a_gang_that_cannot_be_placed_says_why(manager: PluginManager, native: None) -> None:
+    sim = Sim(_generic(), manager)
+    sim.step()
+    group = sim.objects[GROUP]
+    group["status"] = {
+        "conditions": [
+            {
+                "type": "PodGroupScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "pod group is unschedulable",
+            }
+        ]
+    }
+    why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    for name in ("generic-ddp-master-0", "generic-ddp-worker-0"):
+        sim.objects[("Pod", name)] = _unschedulable(sim.pod(name), why)
+    p = sim.step()
+    scheduled = p.status.condition("Scheduled")
+    assert scheduled is not None
+    assert (scheduled.status, scheduled.reason) == ("False", "Unschedulable")
+    assert scheduled.message == (
+        f"PodGroup.scheduling.k8s.io generic-ddp (4 pods at once) cannot be placed: {why}"
+    )
+    assert p.status.reason == "Unschedulable"
+    assert p.status.phase == "Pending"
+    assert p.status_changed
+    # Placed at last: the condition says so, the reason goes.
+    for name in [n for kind, n in sim.objects if kind == "Pod"]:
+        sim.objects[("Pod", name)] = _placed(sim.pod(name))
+    del group["status"]
+    p = sim.step()
+    scheduled = p.status.condition("Scheduled")
+    assert scheduled is not None and (scheduled.status, scheduled.reason) == ("True", "Scheduled")
+    assert p.status.reason is None
+
+
+def test_without_a_gang_a_pending_pod_adds_no_condition(manager: PluginManager) -> None:
+    sim = Sim(_generic(), manager)  # the default t9k mode: no gang for this job
+    sim.step()
+    name = "generic-ddp-master-0"
+    sim.objects[("Pod", name)] = _unschedulable(sim.pod(name), "0/4 nodes are available")
+    p = sim.step()
+    assert p.status.condition("Scheduled") is None
+    assert p.status.reason is None
+
+
+def test_a_failed_job_shows_its_reason(manager: PluginManager) -> None:
+    sim = Sim(_generic(), manager)
+    sim.step()
+    sim.set("generic-ddp-master-0", "Failed", 3)
+    p = sim.step()
+    failed = p.status.condition("Failed")
+    assert failed is not None and p.status.reason == failed.reason
+
+
+def test_unconfigured_the_library_makes_no_native_gang(manager: PluginManager) -> None:
+    """`auto` is the operator's default, not the library's: `render` shows no native gang."""
+    p = _plan(manager, _generic())
+    assert not _native(p)
+
+
+def test_no_pod_joins_a_gang_on_its_way_out(manager: PluginManager, native: None) -> None:
+    """Resumed while the paused job's PodGroup still waits for its old pods to go
+    (podgroup-protection): the new pods wait for the group to be gone, then a new one."""
+    sim = Sim(_generic(), manager)
+    sim.step()
+    sim.manifest["spec"]["runMode"] = {"pause": {"enabled": True}}
+    sim.step()
+    sim.objects[GROUP] = {
+        **sim.objects.get(GROUP, _native(_plan(manager, _generic()))[0]),
+        "metadata": {"name": "generic-ddp", "deletionTimestamp": "2026-01-01T12:00:00Z"},
+    }
+    del sim.manifest["spec"]["runMode"]
+    p = sim.step()
+    assert not [o for o in p.create if o["kind"] in ("Pod", "PodGroup")]
+    del sim.objects[GROUP]
+    p = sim.step()
+    kinds = [o["kind"] for o in p.create]
+    assert kinds.count("PodGroup") == 1 and kinds.count("Pod") == 4
