@@ -101,7 +101,10 @@ class OurOperator(OperatorUnderTest):
         return ours_job(name, replicas, seconds)
 
     def minimum_requests(self, replicas: int) -> int:
-        return replicas + 1 + 2  # pods, one headless Service, status writes
+        # pods, one headless Service, status writes; a gang's PodGroup created and deleted
+        # (kube-scheduler's gang scheduling, on by default where the cluster serves it).
+        gang = 0 if "--gang-scheduling=none" in self.extra_args else 2
+        return replicas + 1 + 2 + gang
 
     def outcome(self, job: Obj) -> str | None:
         phase = (job.get("status") or {}).get("phase")

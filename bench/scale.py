@@ -2,7 +2,11 @@
 training operator (at its defaults, then with our client QPS), and the same pods created
 directly by a plain parallel client, each phase on a fresh local control plane.
 
-    python -m bench [--jobs 500] [--replicas 4] [--phases raw,ours,to-default,to-qps]
+    python -m bench [--jobs 500] [--replicas 4] [--phases raw,ours,ours-no-gangs,to-default,to-qps]
+
+`ours` runs the operator as installed: every job a gang (kube-scheduler's PodGroup, which the
+benchmark's cluster serves like every local cluster); `ours-no-gangs` the same with
+`--gang-scheduling=none`, pods placed one by one: the cost of gangs is the difference.
 
 With `--arrival-rate R --arrival-seconds S` the jobs are not submitted at once but arrive as a
 Poisson process of R jobs a second for S seconds (R x S jobs): the steady-state latency.
@@ -41,7 +45,7 @@ from t9kjobs.vocabulary import Obj
 __all__ = ["main"]
 
 REPO = Path(__file__).resolve().parents[1]
-PHASES = ("raw", "ours", "to-default", "to-qps")
+PHASES = ("raw", "ours", "ours-no-gangs", "to-default", "to-qps")
 NODES = 4  # hack/cluster's default number of fake nodes
 
 
@@ -363,9 +367,10 @@ def make_phase(key: str, args: argparse.Namespace, tools: Path) -> Phase:
     if key == "raw":
         title = f"raw client ({args.client_workers} parallel)"
         return Phase(key, args, tools, None, title)
-    if key == "ours":
-        title = "t9k-jobs (ours)" + "".join(f" {a}" for a in args.ours_arg)
-        return Phase(key, args, tools, OurOperator(args.ours_arg), title)
+    if key in ("ours", "ours-no-gangs"):
+        extra = [*args.ours_arg, *(["--gang-scheduling=none"] if key == "ours-no-gangs" else [])]
+        title = "t9k-jobs (ours)" + "".join(f" {a}" for a in extra)
+        return Phase(key, args, tools, OurOperator(extra), title)
     if key == "to-default":
         return Phase(key, args, tools, KubeflowOperator(tools), "training operator (defaults)")
     qps = [f"--kube-api-qps={int(defaults.qps)}", f"--kube-api-burst={defaults.burst}"]

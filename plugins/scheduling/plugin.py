@@ -78,8 +78,9 @@ def gang_of(job: Job, absent_kinds: frozenset[str], mode: GangMode) -> Gang | No
 
 def _min_count(job: Job, pods: Sequence[DesiredPod]) -> int:
     least = job.spec.lifecycle().min_available
-    # Never more than the pods there are: a group that waits for absent members never starts.
-    return len(pods) if least is None else min(least, len(pods))
+    # Never more than the pods there are (a group that waits for absent members never starts),
+    # never less than one (the API server refuses a gang of none).
+    return len(pods) if least is None else max(1, min(least, len(pods)))
 
 
 def _metadata(job: Job) -> Obj:

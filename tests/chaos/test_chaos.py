@@ -10,7 +10,8 @@ of its own (observer.py), the cluster's final state and the API server's audit l
 | status regressions | a job's phase, restart counts or completion time going back |
 | stuck jobs | jobs without a verdict once the faults are over |
 | wrong verdicts | phase, reason or restart counts other than the script's |
-| orphans | children whose controller is no job of the namespace (or none) |
+| orphans | children whose controller is no job of the namespace (or none), PodGroups included |
+| gangs astray | pods not in their job's gang (`spec.schedulingGroup`), finished jobs' PodGroups not deleted |
 | verdicts without their Event | finished jobs with no Event of their phase (the replicas post routine Events too: Succeeded as well as Failed) |
 | writes after the Lease was lost | writes of a replica arriving outside its terms as leader |
 
@@ -53,6 +54,7 @@ REPO = Path(__file__).resolve().parents[2]
 JOBS = "/apis/batch.tensorstack.dev/v1beta1"
 FREEZE_SECONDS = 25  # longer than the Lease (15 s): the standby takes over meanwhile
 CHILDREN = ("pods", "services", "configmaps", "secrets")
+GANGS = "/apis/scheduling.k8s.io/v1alpha2"  # every job is a gang (--gang-scheduling auto)
 
 
 def _env(name: str, default: int) -> int:
@@ -247,7 +249,12 @@ class Chaos:
                 query={"labelSelector": LABEL_OWNER_KIND},
             )
             out += answer.get("items") or []
-        return out
+        return out + self.gangs()
+
+    def gangs(self) -> list[Obj]:
+        """The namespace's kube-scheduler PodGroups (the cluster serves them: hack/cluster)."""
+        answer = self.http.request("GET", f"{GANGS}/namespaces/{self.namespace}/podgroups")
+        return [{**g, "kind": "PodGroup"} for g in answer.get("items") or []]
 
     def events(self) -> list[Obj]:
         answer = self.http.request("GET", f"/api/v1/namespaces/{self.namespace}/events")
@@ -279,6 +286,7 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
         "stuck jobs": [],
         "wrong verdicts": [],
         "orphans": [],
+        "gangs astray": [],
         "verdicts without their Event": [],
         "writes after the Lease was lost": [
             f"{w.identity} {w.verb} {w.resource}/{w.name} ({w.code})" for w in audit.outside_terms()
@@ -326,12 +334,35 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
             )
         if (job["metadata"]["uid"], phase) not in events:
             checks["verdicts without their Event"].append(f"{name}: no {phase} Event")
+    checks["gangs astray"] = gangs_astray(jobs, children)
     uids = {j["metadata"]["uid"] for j in jobs}
     for child in children:
         if _controller_uid(child) not in uids:
             meta = child["metadata"]
             checks["orphans"].append(f"{meta['name']} (controller {_controller_uid(child)})")
     return checks
+
+
+def gangs_astray(jobs: list[Obj], children: list[Obj]) -> list[str]:
+    """Every pod in its job's gang, and no gang left to a finished job: a job's pods name its
+    PodGroup (named after it), and a finished job's PodGroup is deleted (it may wait, marked,
+    for the pods the job keeps: podgroup-protection)."""
+    found: list[str] = []
+    by_uid = {j["metadata"]["uid"]: j for j in jobs}
+    for child in children:
+        job = by_uid.get(_controller_uid(child) or "")
+        if job is None:
+            continue  # an orphan: counted there
+        name, meta = job["metadata"]["name"], child["metadata"]
+        finished = (job.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if child.get("kind") == "PodGroup":
+            if finished and not meta.get("deletionTimestamp"):
+                found.append(f"{meta['name']}: the PodGroup of finished {name} is not deleted")
+        elif "containers" in (child.get("spec") or {}):
+            group = (child["spec"].get("schedulingGroup") or {}).get("podGroupName")
+            if group != name:
+                found.append(f"{meta['name']}: in gang {group!r}, not its job's ({name})")
+    return found
 
 
 def report(chaos: Chaos, jobs: list[Obj], audit: Audit, checks: dict[str, list[str]]) -> Obj:

@@ -1,13 +1,13 @@
 """kube-scheduler's own gang scheduling, end to end on KWOK (4 nodes x 8 GPUs): the deadlock it
 prevents, a gang that can never fit, and a gang's PodGroup through the job's life.
 
-The contention: two GenericJobs, each 3 pods x 8 GPUs, 48 GPUs wanted of 32. Each job's first
-two pods have a higher PriorityClass than its third, so that kube-scheduler's queue takes the
-pods in the order A, A, B, B, A, B (priority first, then age) once the nodes let it place them:
-the order in which pods of jobs submitted together reach a busy scheduler. Placed pod by pod,
-each job then holds 16 GPUs and waits for the other's: a deadlock, for ever. Placed as gangs,
-one job gets its 3 nodes, runs and ends, then the other. The nodes are cordoned while the two
-jobs create their pods, so that neither starts before the other has asked.
+The contention: two GenericJobs, each 3 pods x 8 GPUs, 48 GPUs wanted of 32. Each job's third
+pod can only run on a node labelled `t9kjobs-test/rest` (a node the cluster does not have yet,
+as when jobs are submitted before the nodes they need join), and the test labels the nodes once
+both jobs have asked. Placed pod by pod, the first two pods of each job take the four nodes at
+once and the third ones find no room when the label comes: each job holds 16 GPUs and waits
+for the other's, for ever. Placed as gangs, neither is placed before the label; then one job
+gets its 3 nodes, runs and ends, then the other.
 
 The pods train as ranks do: none ends before all the job's ranks run (the rendezvous). The
 test plays the training program: once all 3 pods of a job run, it makes them exit 0 a few
@@ -32,7 +32,7 @@ from tests.waiting import throughout
 
 GPU = "nvidia.com/gpu"
 NATIVE = "/apis/scheduling.k8s.io/v1alpha2"
-PRIORITY_CLASSES = ("t9kjobs-test-lead", "t9kjobs-test-rest")
+LABEL = "t9kjobs-test/rest"
 
 
 @pytest.fixture
@@ -58,39 +58,25 @@ def _operator(cluster: Any, namespace: str, log: Path, *flags: str) -> OperatorP
 
 
 @pytest.fixture
-def priority_classes(cluster: Any) -> Iterator[None]:
-    """Two PriorityClasses that never preempt: a lead rank's and the rest's."""
-    for name, value in zip(PRIORITY_CLASSES, (1000, 100), strict=True):
-        doc = (
-            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
-            f"metadata: {{name: {name}}}\nvalue: {value}\npreemptionPolicy: Never\n"
-        )
-        cluster.kubectl("apply", "-f", "-", input=doc)
+def unlabelled(cluster: Any) -> Iterator[None]:
+    """No node has the label the jobs' third pods need (and none has it after the test)."""
+    cluster.kubectl("label", "nodes", "--all", f"{LABEL}-")
     try:
         yield
     finally:
-        cluster.kubectl("delete", "priorityclass", *PRIORITY_CLASSES, "--ignore-not-found")
+        cluster.kubectl("label", "nodes", "--all", f"{LABEL}-", check=False)
 
 
-@pytest.fixture
-def cordoned(cluster: Any) -> Iterator[list[str]]:
-    """Every node cordoned (uncordoned after the test, whatever happens)."""
-    nodes = cluster.kubectl("get", "nodes", "-o", "name").stdout.split()
-    for node in nodes:
-        cluster.kubectl("cordon", node)
-    try:
-        yield nodes
-    finally:
-        for node in nodes:
-            cluster.kubectl("uncordon", node, check=False)
-
-
-def _gpu_pods(type_: str, count: int, priority_class: str | None) -> Any:
+def _gpu_pods(type_: str, count: int, *, labelled: bool = False) -> Any:
     spec = replica(type_, count)  # runs until told to exit
-    container = spec["template"]["spec"]["containers"][0]
-    container["resources"] = {"limits": {GPU: 8}}
-    if priority_class is not None:
-        spec["template"]["spec"]["priorityClassName"] = priority_class
+    pod = spec["template"]["spec"]
+    pod["containers"][0]["resources"] = {"limits": {GPU: 8}}
+    if labelled:
+        term = {"matchExpressions": [{"key": LABEL, "operator": "Exists"}]}
+        selector = {"nodeSelectorTerms": [term]}
+        pod["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}
+        }
     return spec
 
 
@@ -100,10 +86,7 @@ def _job(name: str) -> Any:
         "kind": "GenericJob",
         "metadata": {"name": name},
         "spec": {
-            "replicaSpecs": [
-                _gpu_pods("lead", 2, PRIORITY_CLASSES[0]),
-                _gpu_pods("rest", 1, PRIORITY_CLASSES[1]),
-            ],
+            "replicaSpecs": [_gpu_pods("lead", 2), _gpu_pods("rest", 1, labelled=True)],
             "successPolicy": "AllWorkers",
         },
     }
@@ -154,24 +137,24 @@ def _states(recorder: Recorder) -> list[list[Any]]:
     return out
 
 
-def _submit_both(kube: Kube, cordoned: list[str], cluster: Any) -> tuple[Any, Any]:
+def _submit_both(kube: Kube, cluster: Any) -> tuple[Any, Any]:
+    """Both jobs, all their pods created, then the nodes labelled."""
     a, b = _job("job-a"), _job("job-b")
     kube.create(a)
     kube.create(b)
     until(lambda: len(kube.pods()) == 6, "the two jobs' 6 pods created")
-    for node in cordoned:
-        cluster.kubectl("uncordon", node)
+    cluster.kubectl("label", "nodes", "--all", f"{LABEL}=yes")
     return a, b
 
 
-@pytest.mark.usefixtures("priority_classes")
+@pytest.mark.usefixtures("unlabelled")
 def test_gangs_place_one_job_whole_then_the_other(
-    cluster: Any, kube: Kube, namespace: str, cordoned: list[str], tmp_path: Path
+    cluster: Any, kube: Kube, namespace: str, tmp_path: Path
 ) -> None:
     op = _operator(cluster, namespace, tmp_path / "operator.log")
     try:
         with kube.record_pods() as recorder:
-            a, b = _submit_both(kube, cordoned, cluster)
+            a, b = _submit_both(kube, cluster)
             groups = kube.http.request("GET", f"{NATIVE}/namespaces/{namespace}/podgroups")
             assert sorted(
                 (g["metadata"]["name"], g["spec"]["schedulingPolicy"]["gang"]["minCount"])
@@ -232,14 +215,14 @@ def test_gangs_place_one_job_whole_then_the_other(
         op.stop()
 
 
-@pytest.mark.usefixtures("priority_classes")
+@pytest.mark.usefixtures("unlabelled")
 def test_without_gangs_the_same_jobs_deadlock(
-    cluster: Any, kube: Kube, namespace: str, cordoned: list[str], tmp_path: Path
+    cluster: Any, kube: Kube, namespace: str, tmp_path: Path
 ) -> None:
     """What gangs prevent: placed pod by pod, each job holds 2 nodes and waits for a third."""
     op = _operator(cluster, namespace, tmp_path / "operator.log", "--gang-scheduling", "none")
     try:
-        a, b = _submit_both(kube, cordoned, cluster)
+        a, b = _submit_both(kube, cluster)
         until(
             lambda: _partly_placed(list(kube.pods().values())) == {"job-a", "job-b"},
             "both jobs partly placed",
@@ -263,7 +246,7 @@ def test_a_gang_that_can_never_fit_says_so(
     cluster: Any, kube: Kube, namespace: str, tmp_path: Path
 ) -> None:
     job = copy.deepcopy(_job("too-big"))
-    job["spec"]["replicaSpecs"] = [_gpu_pods("worker", 5, None)]  # 40 GPUs of 32
+    job["spec"]["replicaSpecs"] = [_gpu_pods("worker", 5)]  # 40 GPUs of 32
     op = _operator(cluster, namespace, tmp_path / "operator.log")
     try:
         kube.create(job)

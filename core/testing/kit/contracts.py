@@ -9,7 +9,7 @@ under the I/O guard.
 This module is the list, in the order the kit runs them; the checks live by what they check:
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`) and
-`behaviour` (mistakes met in real runs), all in `t9kjobs.testing.kit`.
+`behaviour` (mistakes met in real runs) and `gangs`, all in `t9kjobs.testing.kit`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from t9kjobs.testing.kit.declared import (
     loads_through_entry_point,
 )
 from t9kjobs.testing.kit.examples import Example
+from t9kjobs.testing.kit.gangs import jobs_are_gangs
 from t9kjobs.testing.kit.noio import HookIOError
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.validity import example_is_valid, invalid_example_is_rejected
@@ -121,6 +122,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("training_container_exists", training_container_exists),
     Contract("validate_checks_run_mode", validate_checks_run_mode),
     Contract("pods_follow_restart_policy", pods_follow_restart_policy),
+    Contract("jobs_are_gangs", jobs_are_gangs),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

@@ -10,6 +10,7 @@ from typing import Any
 from t9kjobs.vocabulary import Obj
 from tests.chaos.audit import Audit
 from tests.chaos.observer import Observer, regressions
+from tests.chaos.test_chaos import gangs_astray
 
 
 def event(at: str, agent: str, verb: str, resource: str, name: str, code: int, **extra: Any) -> Obj:
@@ -90,3 +91,30 @@ def test_two_pods_of_one_replica_are_caught() -> None:
     observer._pod("ADDED", {"metadata": {"name": "j-worker-0", "uid": "3"}})
     assert observer.violations == ["pod j-worker-0: 3 while ['2'] exists"]
     assert observer.pod_lives == {"j-worker-0": ["1", "2", "3"]}
+
+
+def _owned(obj: Obj, uid: str) -> Obj:
+    obj["metadata"]["ownerReferences"] = [{"uid": uid, "controller": True}]
+    return obj
+
+
+def test_a_pod_outside_its_gang_and_a_finished_job_s_gang_are_caught() -> None:
+    jobs = [
+        {"metadata": {"name": "done", "uid": "u1"}, "status": {"phase": "Succeeded"}},
+        {"metadata": {"name": "runs", "uid": "u2"}, "status": {"phase": "Running"}},
+    ]
+    in_gang = {"containers": [], "schedulingGroup": {"podGroupName": "runs"}}
+    fine = [
+        _owned({"kind": "PodGroup", "metadata": {"name": "runs"}}, "u2"),
+        _owned({"kind": "PodGroup", "metadata": {"name": "done", "deletionTimestamp": "t"}}, "u1"),
+        _owned({"metadata": {"name": "runs-worker-0"}, "spec": in_gang}, "u2"),
+    ]
+    assert gangs_astray(jobs, fine) == []
+    astray = [
+        _owned({"kind": "PodGroup", "metadata": {"name": "done"}}, "u1"),
+        _owned({"metadata": {"name": "runs-worker-1"}, "spec": {"containers": []}}, "u2"),
+    ]
+    assert gangs_astray(jobs, astray) == [
+        "done: the PodGroup of finished done is not deleted",
+        "runs-worker-1: in gang None, not its job's (runs)",
+    ]

@@ -155,6 +155,7 @@ ALL_CONTRACTS = {
             "training_container_exists",
             "validate_checks_run_mode",
             "pods_follow_restart_policy",
+            "jobs_are_gangs",
         )
     ),
 }

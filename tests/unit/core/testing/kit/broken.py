@@ -14,6 +14,7 @@ __all__ = [
     "FIXED_SUBDOMAIN",
     "INVALID_EXAMPLE_ADMITTED",
     "MOUNTS_UNDECLARED_SECRET",
+    "OUT_OF_THE_GANG",
     "RESTARTING_COUNTS_AS_DONE",
     "RESTART_POLICY_IGNORED",
     "RUN_MODE_PROBLEMS_DROPPED",
@@ -102,6 +103,14 @@ def t9kjobs_build_pods(job):
         DesiredPod(p.replica_type, p.index, RestartRule(policy="OnFailure"), p.manifest)
         for p in build_pods(job)
     ]
+"""
+
+# Pods taken out of their job's gang by the plugin's own pod mutation (a "clean-up" of fields
+# it does not know).
+OUT_OF_THE_GANG = """
+@hookimpl(trylast=True)
+def t9kjobs_mutate_pod(job, pod):
+    pod.manifest["spec"].pop("schedulingGroup", None)
 """
 
 # A status model with a field of its own that no hook fills.
