@@ -8,6 +8,9 @@ hold a queue's place or a scheduler's attention. kube-scheduler's PodGroup is im
 whose count must change (the elastic minimum edited) is deleted, and created again by the next
 reconcile.
 
+A restart's replacement rejoins its gang, unless too few of the gang's members are left
+for kube-scheduler to place it (`rejoin_or_alone`): then it is placed on its own.
+
 A gang that cannot be placed, because the cluster lacks room now or will never have enough,
 waits in silence at the scheduler: its pods are Pending with a `PodScheduled` condition that
 says why. The job repeats it in its own `Scheduled` condition (False, reason `Unschedulable`),
@@ -18,15 +21,23 @@ gang: a cluster without gang scheduling shows nothing new.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["PLACEMENT_KINDS", "REPLACED_KINDS", "placement", "placement_objects", "unplaced"]
+__all__ = [
+    "PLACEMENT_KINDS",
+    "REPLACED_KINDS",
+    "placement",
+    "placement_objects",
+    "rejoin_or_alone",
+    "unplaced",
+]
 
 PLACEMENT_KINDS = frozenset({"PodGroup", "PodGroup.scheduling.k8s.io"})
 # Children whose spec cannot be updated: replaced instead.
@@ -89,6 +100,32 @@ def unplaced(group: Obj | None, pods: Sequence[Obj]) -> str | None:
     size = _gang_size(group)
     gang = f"{size} pods at once" if size is not None else "its pods at once"
     return f"{kind} {name} ({gang}) cannot be placed: {said[0]}"
+
+
+def rejoin_or_alone(
+    creating: Sequence[Obj], pods_by_name: Mapping[str, Obj], wanted: Iterable[Obj]
+) -> None:
+    """New pods of a job whose gang has fewer members left than it needs are placed on their
+    own: out of the gang (`spec.schedulingGroup` removed, in place). Otherwise they join it:
+    a restart's replacement rejoins its gang.
+
+    kube-scheduler counts a gang's members among its pods that have not ended: a replacement
+    created beside a member that failed for good, or succeeded, would wait for a `minCount` the
+    group can no longer reach, for ever and without a condition (seen on KWOK). `wanted`: the
+    children the job wants, its kube-scheduler PodGroup among them."""
+    counts = [_gang_size(o) for o in wanted if object_key(o)[0] in REPLACED_KINDS]
+    size = counts[0] if counts else None
+    if size is None:
+        return
+    names = {p["metadata"]["name"] for p in creating}
+    live = sum(
+        pod_state(pod) in ("Pending", "Running")
+        for name, pod in pods_by_name.items()
+        if name not in names
+    )
+    if live + len(creating) < size:
+        for pod in creating:
+            pod["spec"].pop("schedulingGroup", None)
 
 
 def placement(

@@ -20,7 +20,7 @@ from t9kjobs.objects import (
     spec_hash,
 )
 from t9kjobs.planner.conditions import set_condition
-from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects
+from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import exit_code_of, pod_state
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
@@ -115,6 +115,9 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             deletes.append(deletion(obj))
 
     if pod_creates:
+        # A replacement's old pod may still be listed: it is leaving, not a member.
+        live = {n: p for n, p in pods_by_name.items() if n not in restarting}
+        rejoin_or_alone(pod_creates, live, s.aux)
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
         # A job's first pods: its Initialized condition and replicas say so too. Pods created
         # again (a restart's replacement, a relaunch, a resume, a pod deleted by hand) are news.

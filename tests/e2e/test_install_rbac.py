@@ -376,7 +376,7 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
                 "children created",
                 lambda: (
                     get("service", "gj-worker-0")
-                    and get("podgroup", "gj")
+                    and get("podgroups.scheduler.tensorstack.dev", "gj")
                     and get("tensorboard", "pt")
                     and hostfile_lines() == 2
                 ),
@@ -395,7 +395,10 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
                     .get("ports", [{}])[0]
                     .get("port")
                     == 2223
-                    and (get("podgroup", "gj") or {}).get("spec", {}).get("priority") == 1
+                    and (get("podgroups.scheduler.tensorstack.dev", "gj") or {})
+                    .get("spec", {})
+                    .get("priority")
+                    == 1
                     and (get("tensorboard", "pt") or {}).get("spec", {}).get("logDir") == "/logs/b"
                     and hostfile_lines() == 1
                 ),
@@ -408,7 +411,7 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
                 "children deleted",
                 lambda: (
                     get("service", "gj-worker-0") is None
-                    and get("podgroup", "gj") is None
+                    and get("podgroups.scheduler.tensorstack.dev", "gj") is None
                     and get("tensorboard", "pt") is None
                 ),
             )

@@ -11,6 +11,7 @@ import pytest
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.planner.placement import rejoin_or_alone
 from t9kjobs.plugins.scheduling.plugin import gang_of
 from t9kjobs.settings import GangMode, Settings, configured
 from t9kjobs.vocabulary import Obj
@@ -277,3 +278,49 @@ def test_no_pod_joins_a_gang_on_its_way_out(manager: PluginManager, native: None
     p = sim.step()
     kinds = [o["kind"] for o in p.create]
     assert kinds.count("PodGroup") == 1 and kinds.count("Pod") == 4
+
+
+def _member(name: str, phase: str) -> Obj:
+    return {"metadata": {"name": name}, "spec": {"nodeName": "n"}, "status": {"phase": phase}}
+
+
+def _joining(name: str) -> Obj:
+    return {"metadata": {"name": name}, "spec": {"schedulingGroup": {"podGroupName": "g"}}}
+
+
+GANG_OF_3 = [
+    {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("others", "joins"),
+    [
+        # the other members run: the replacement rejoins the gang
+        ({"w0": "Running", "w2": "Running"}, True),
+        ({"w0": "Pending", "w2": "Running"}, True),
+        # a member ended (failed for good, or succeeded): the gang can never count 3 again
+        ({"w0": "Failed", "w2": "Running"}, False),
+        ({"w0": "Succeeded", "w2": "Running"}, False),
+    ],
+)
+def test_a_replacement_rejoins_its_gang_unless_too_few_members_are_left(
+    others: dict[str, str], joins: bool
+) -> None:
+    creating = [_joining("w1")]
+    rejoin_or_alone(creating, {n: _member(n, p) for n, p in others.items()}, GANG_OF_3)
+    assert ("schedulingGroup" in creating[0]["spec"]) == joins
+
+
+def test_pods_created_together_stay_in_their_gang() -> None:
+    """A start, a resume: every member new at once."""
+    creating = [_joining(f"w{i}") for i in range(3)]
+    rejoin_or_alone(creating, {}, GANG_OF_3)
+    assert all("schedulingGroup" in p["spec"] for p in creating)
+    rejoin_or_alone(creating[:1], {}, [])  # no gang of kube-scheduler's: left alone
+    assert "schedulingGroup" in creating[0]["spec"]
