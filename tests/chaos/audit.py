@@ -50,7 +50,9 @@ class Term:
 
 
 class Audit:
-    def __init__(self, path: Path, lease: str) -> None:
+    def __init__(self, path: Path, lease: str, namespace: str | None = None) -> None:
+        """`namespace`: count only the writes into it (and the Lease's): the cluster's audit
+        log holds whatever ran on it before, other operators' writes too."""
         self.writes: list[Write] = []
         # (accepted at, holder it names): a replica names itself, or nobody when it releases
         lease_writes: list[tuple[float, str]] = []
@@ -75,6 +77,8 @@ class Audit:
                 )
                 if code < 300:
                     lease_writes.append((_time(event["stageTimestamp"]), str(holder or "")))
+                continue
+            if namespace is not None and ref.get("namespace") != namespace:
                 continue
             resource = ref["resource"] + (
                 f"/{ref['subresource']}" if ref.get("subresource") else ""

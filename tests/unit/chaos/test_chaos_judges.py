@@ -104,17 +104,20 @@ def test_a_pod_outside_its_gang_and_a_finished_job_s_gang_are_caught() -> None:
         {"metadata": {"name": "runs", "uid": "u2"}, "status": {"phase": "Running"}},
     ]
     in_gang = {"containers": [], "schedulingGroup": {"podGroupName": "runs"}}
+    alone = {"containers": []}  # a replacement placed on its own
+    elsewhere = {"containers": [], "schedulingGroup": {"podGroupName": "done"}}
     fine = [
         _owned({"kind": "PodGroup", "metadata": {"name": "runs"}}, "u2"),
         _owned({"kind": "PodGroup", "metadata": {"name": "done", "deletionTimestamp": "t"}}, "u1"),
         _owned({"metadata": {"name": "runs-worker-0"}, "spec": in_gang}, "u2"),
+        _owned({"metadata": {"name": "runs-worker-2"}, "spec": alone}, "u2"),
     ]
     assert gangs_astray(jobs, fine) == []
     astray = [
         _owned({"kind": "PodGroup", "metadata": {"name": "done"}}, "u1"),
-        _owned({"metadata": {"name": "runs-worker-1"}, "spec": {"containers": []}}, "u2"),
+        _owned({"metadata": {"name": "runs-worker-1"}, "spec": elsewhere}, "u2"),
     ]
     assert gangs_astray(jobs, astray) == [
         "done: the PodGroup of finished done is not deleted",
-        "runs-worker-1: in gang None, not its job's (runs)",
+        "runs-worker-1: in gang 'done', not its job's (runs)",
     ]
