@@ -99,9 +99,14 @@ def _render_conditions(facts: dict[str, Any], now: datetime) -> list[str]:
     for c in facts["conditions"]:
         age = _ago(c["lastTransitionTime"], now)
         out.append(f"  {c['type']:<15}{c['status']:<8}{c['reason'] or '-':<24}{age}")
-        if c["message"] and c["status"] == "True":
+        if c["message"] and (c["status"] == "True" or (c["type"], c["status"]) in _SAID_FALSE):
             out.extend(_wrap(c["message"], "      "))
     return out
+
+
+# Conditions whose message says what is wrong when they are False, not True: a gang that
+# cannot be placed (docs/scheduling.md).
+_SAID_FALSE = {("Scheduled", "False")}
 
 
 def _render_replicas(facts: dict[str, Any]) -> list[str]:

@@ -234,6 +234,31 @@ def test_describe_text_of_a_running_job_with_progress() -> None:
     assert lines[-1] == "  (none)"
 
 
+def test_describe_text_says_why_a_gang_waits() -> None:
+    why = "PodGroup.scheduling.k8s.io broken (3 pods at once) cannot be placed: 0/4 nodes"
+    conditions = [
+        {
+            "type": "Initialized",
+            "status": "False",
+            "reason": "CreatingPods",
+            "message": "creating pods",
+            "lastTransitionTime": "2026-01-01T11:57:55Z",
+        },
+        {
+            "type": "Scheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": why,
+            "lastTransitionTime": "2026-01-01T11:57:55Z",
+        },
+    ]
+    lines = render(_facts(phase="Pending", conditions=conditions), NOW).splitlines()
+    scheduled = lines.index("  Scheduled      False   Unschedulable           2m5s")
+    said = " ".join(line.strip() for line in lines[scheduled + 1 : scheduled + 3])
+    assert said == why  # wrapped to 80 columns
+    assert "creating pods" not in "\n".join(lines)  # a False condition says nothing else
+
+
 def test_version_lists_bundled_and_third_party_plugins(manager: PluginManager) -> None:
     text = version_text(manager).splitlines()
     assert text[0].startswith("t9kjobs 0.1.0 (python 3.")
