@@ -6,7 +6,8 @@ A PodGroup (the T9k scheduler's `PodGroup`, or kube-scheduler's own
 pods: a job with no pods to place (paused, finished) keeps none, so none is left behind it to
 hold a queue's place or a scheduler's attention. kube-scheduler's PodGroup is immutable: one
 whose count must change (the elastic minimum edited) is deleted, and created again by the next
-reconcile.
+reconcile. A deleted one of kube-scheduler's goes once no pod names it (podgroup-protection):
+while it is on its way out, no new pod of the job is created (`t9kjobs.planner.running`).
 
 A restart's replacement rejoins its gang, unless too few of the gang's members are left
 for kube-scheduler to place it (`rejoin_or_alone`): then it is placed on its own.
@@ -39,9 +40,10 @@ __all__ = [
     "unplaced",
 ]
 
-PLACEMENT_KINDS = frozenset({"PodGroup", "PodGroup.scheduling.k8s.io"})
+_NATIVE = "PodGroup.scheduling.k8s.io"  # kube-scheduler's (t9kjobs.objects.child_kind)
+PLACEMENT_KINDS = frozenset({"PodGroup", _NATIVE})
 # Children whose spec cannot be updated: replaced instead.
-REPLACED_KINDS = frozenset({"PodGroup.scheduling.k8s.io"})
+REPLACED_KINDS = frozenset({_NATIVE})
 
 
 def placement_objects(objects: Iterable[Obj]) -> list[Obj]:
@@ -113,7 +115,7 @@ def rejoin_or_alone(
     created beside a member that failed for good, or succeeded, would wait for a `minCount` the
     group can no longer reach, for ever and without a condition (seen on KWOK). `wanted`: the
     children the job wants, its kube-scheduler PodGroup among them."""
-    counts = [_gang_size(o) for o in wanted if object_key(o)[0] in REPLACED_KINDS]
+    counts = [_gang_size(o) for o in wanted if object_key(o)[0] == _NATIVE]
     size = counts[0] if counts else None
     if size is None:
         return
