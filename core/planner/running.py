@@ -100,10 +100,12 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         if current is None:
             if key not in observed.conflicts:
                 aux_creates.append(obj)
-        elif _needs_update(obj, current) and key[0] in REPLACED_KINDS:
+        elif not _needs_update(obj, current):
+            continue
+        elif key[0] in REPLACED_KINDS:
             if not current["metadata"].get("deletionTimestamp"):
                 deletes.append(deletion(current))  # created again once it is gone
-        elif _needs_update(obj, current):
+        else:
             updated = dict(obj)
             updated["metadata"] = {
                 **obj["metadata"],
