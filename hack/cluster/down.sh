@@ -33,7 +33,10 @@ stop() {
 	fi
 	rm -f "$f" "$D/pids/$name.cmd"
 }
-# The real node first (node/start.sh), while the API server still answers kubelet.
+# Kueue first: its webhooks are removed while the API server still answers (kueue/stop.sh).
+# shellcheck source=kueue/stop.sh
+source "$CLUSTER_HACK_DIR/kueue/stop.sh"
+# The real node next (node/start.sh), while the API server still answers kubelet.
 if [[ -d "$D/node" ]]; then
 	# shellcheck source=node/stop.sh
 	source "$CLUSTER_HACK_DIR/node/stop.sh"

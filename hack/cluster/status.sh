@@ -13,6 +13,7 @@ if [[ $MODE == real ]]; then
 else
 	node_procs=(kwok)
 fi
+grep -qx 'KUEUE=1' "$D/cluster.env" && node_procs+=(kueue)
 rc=0
 for name in etcd kube-apiserver kube-controller-manager kube-scheduler "${node_procs[@]}"; do
 	pid=$(cat "$D/pids/$name.pid" 2>/dev/null) || pid=

@@ -21,6 +21,9 @@
 #   T9KJOBS_GANG_API=0                       leave out kube-scheduler's gang scheduling (the
 #                                            GenericWorkload and GangScheduling gates and
 #                                            scheduling.k8s.io/v1alpha2), on by default
+#   T9KJOBS_KUEUE=1                          Kueue (queues, quotas, preemption) beside the
+#                                            control plane, built first when missing
+#                                            (kueue/start.sh, docs/cluster.md)
 #   T9KJOBS_AUDIT=1                          audit log of service accounts' requests (outside
 #                                            kube-system) in logs/audit.log (docs/cluster.md)
 set -euo pipefail
@@ -356,6 +359,10 @@ else
 fi
 sa_ready() { "${KUBECTL[@]}" -n default get serviceaccount default; }
 wait_for "service accounts (kube-controller-manager)" kube-controller-manager sa_ready
+if [[ ${T9KJOBS_KUEUE:-0} == 1 ]]; then
+	# shellcheck source=kueue/start.sh
+	source "$CLUSTER_HACK_DIR/kueue/start.sh"
+fi
 
 ok=1
 cluster_log "cluster is up: export KUBECONFIG=$D/kubeconfig; kubectl is $BIN/kubectl"
