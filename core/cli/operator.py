@@ -53,6 +53,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
             tuple(sorted(set(args.network_policy_allow_pods))),
         ),
         gang_scheduling=args.gang_scheduling,
+        kueue=args.kueue,
     )
     try:
         return Operator(options, manager).run()
@@ -182,6 +183,15 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         " kube-scheduler PodGroup (scheduling.k8s.io/v1alpha2) where the cluster serves it;"
         " native: a kube-scheduler PodGroup for every job; t9k: T9k PodGroups only; none: no"
         " PodGroup, pods placed one by one",
+    )
+    p.add_argument(
+        "--kueue",
+        default="auto",
+        choices=("auto", "off"),
+        help="queues, quotas and preemption with Kueue (docs/scheduling.md): auto (default)"
+        " holds a job labelled kueue.x-k8s.io/queue-name, with no pod, until Kueue admits its"
+        " Workload, where the cluster serves kueue.x-k8s.io/v1beta2 Workloads; off: the"
+        " operator neither reads nor writes anything of Kueue, and needs no right on it",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

@@ -1,4 +1,5 @@
-"""The requests that apply a Plan, each answer recorded in the cache (`Cache.record`).
+"""The requests that apply a Plan, each answer recorded in the cache (`Cache.record`): its
+deletions, its updates, the status patches of its children (a Workload's), its creations.
 
 Creations go in two waves, each wave's requests at once: the objects pods use (Services,
 ConfigMaps, Secrets, PodGroups), then the pods; a job's pods cost one round trip, not one each.
@@ -52,6 +53,8 @@ class Applier:
             self._delete(cache, namespace, ref)
         for obj in plan.update:
             self._update(cache, namespace, obj)
+        for obj in plan.patch_status:
+            self._patch_status(cache, namespace, obj)
         recorded = self._create_all(
             cache, namespace, [o for o in plan.create if o["kind"] != "Pod"], found
         )
@@ -106,6 +109,27 @@ class Applier:
         try:
             answer = self.api.request("PUT", path, body=obj)
         except ApiError as exc:
+            if refused_for_good(exc):
+                raise ChildRejected(obj, exc) from exc
+            raise
+        cache.record(kind, answer)
+
+    def _patch_status(self, cache: Cache, namespace: str, obj: Obj) -> None:
+        """A merge patch of a child's status subresource; its resourceVersion makes it apply
+        only to the object it was computed from (409 otherwise: the next reconcile sees the
+        news). A child gone meanwhile needs no status."""
+        kind, name = object_key(obj)
+        path = CHILD_RESOURCES[kind].path(namespace, name, "status")
+        try:
+            answer = self.api.request(
+                "PATCH",
+                path,
+                body={"metadata": obj["metadata"], "status": obj["status"]},
+                content_type="application/merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return
             if refused_for_good(exc):
                 raise ChildRejected(obj, exc) from exc
             raise

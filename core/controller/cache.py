@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import Resource
 from t9kjobs.objects import child_kind
-from t9kjobs.planner import ObjectRef
+from t9kjobs.planner import Kueue, ObjectRef
 from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Cache"]
@@ -24,13 +24,41 @@ __all__ = ["Cache"]
 
 @dataclass(frozen=True)
 class Cache:
-    """The stores of the job kinds served and of their child kinds, and the child kinds the
-    cluster does not serve (their CRD is not installed)."""
+    """The stores of the job kinds served and of their child kinds, the child kinds the
+    cluster does not serve (their CRD is not installed), and the stores of the cluster-wide
+    objects of Kueue a queued job's plan reads (`kueue`, by kind: where Workloads are
+    watched and served)."""
 
     job_resources: Mapping[str, Resource] = field(default_factory=dict)
     job_stores: Mapping[str, Store] = field(default_factory=dict)
     child_stores: Mapping[str, Store] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
+    kueue_stores: Mapping[str, Store] = field(default_factory=dict)
+
+    def kueue(self) -> Kueue | None:
+        """Kueue's objects as a plan reads them; None where Workloads are not watched and
+        served."""
+        if "Workload" not in self.child_stores or not self.kueue_stores:
+            return None
+
+        def by_name(kind: str) -> dict[str, Obj]:
+            store = self.kueue_stores.get(kind)
+            return {o["metadata"]["name"]: o for o in store.all()} if store is not None else {}
+
+        def values(kind: str) -> dict[str, int]:
+            return {
+                name: int(value)
+                for name, obj in by_name(kind).items()
+                if isinstance(value := obj.get("value"), int)
+            }
+
+        t9k_served = "PodGroup" in self.child_stores and "PodGroup" not in self.absent_kinds
+        return Kueue(
+            flavors=by_name("ResourceFlavor"),
+            workload_priorities=values("WorkloadPriorityClass"),
+            pod_priorities=values("PriorityClass"),
+            t9k_queues=not t9k_served,
+        )
 
     def job(self, key: JobKey) -> Obj | None:
         store = self.job_stores.get(key.kind)

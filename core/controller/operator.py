@@ -39,6 +39,7 @@ from t9kjobs.controller.threads import Supervisor
 from t9kjobs.kube.informer import Informer, Store
 from t9kjobs.kube.resources import (
     CHILD_RESOURCES,
+    KUEUE_RESOURCES,
     NATIVE_POD_GROUP,
     OPTIONAL_CHILD_KINDS,
     Resource,
@@ -50,6 +51,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
 from t9kjobs.objects import LABEL_OWNER_KIND
 from t9kjobs.settings import Settings, configure
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["Operator", "Options"]
 
@@ -78,6 +80,8 @@ class Operator:
             optional.add("PodGroup")
         if options.gang_scheduling in ("auto", "native"):
             optional.add(NATIVE_POD_GROUP)
+        if options.kueue == "auto":
+            optional.add("Workload")
         self.child_resources = {
             kind: resource
             for kind, resource in CHILD_RESOURCES.items()
@@ -207,6 +211,13 @@ class Operator:
                 )
                 for ns in namespaces
             ]
+        kueue_stores = dict(cache.kueue_stores)
+        if "Workload" in child_stores and not kueue_stores:
+            # Kueue's cluster-wide objects, where its Workloads are served (Cache.kueue): all
+            # of them, few; a change of one queues no job (a job that waits on one looks again).
+            for kind, resource in KUEUE_RESOURCES.items():
+                store = kueue_stores[kind] = Store()
+                started.append(Informer(self.transport, resource, _ignore, store=store))
         # Child informers first: a job reconciled before its children are cached would
         # create them again (harmlessly, AlreadyExists) and report them missing.
         started.sort(key=lambda i: i.resource.kind in job_resources)
@@ -218,7 +229,9 @@ class Operator:
             while not informer.synced.wait(1.0):
                 if self.stop.is_set():
                     return False
-        self.jobs.reconciler.cache = Cache(job_resources, job_stores, child_stores, absent)
+        self.jobs.reconciler.cache = Cache(
+            job_resources, job_stores, child_stores, absent, kueue_stores
+        )
         return bool(started)
 
     def _discover_at_start(self) -> tuple[dict[str, Resource], frozenset[str]] | None:
@@ -365,6 +378,10 @@ class Operator:
             informer.stop()
         self.creator.shutdown(wait=False, cancel_futures=True)
         self.events.close()
+
+
+def _ignore(event: str, obj: Obj) -> None:
+    """What a change of Kueue's cluster-wide objects queues: nothing (Cache.kueue)."""
 
 
 def _own_namespace() -> str:

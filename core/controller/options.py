@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from t9kjobs.settings import GangMode, NetworkPolicySettings
 
@@ -52,3 +53,6 @@ class Options:
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
     # How a job's pods are placed together (t9kjobs.settings.GangMode, docs/scheduling.md).
     gang_scheduling: GangMode = "auto"
+    # Queues, quotas and preemption with Kueue (t9kjobs.planner.queueing, docs/scheduling.md):
+    # `auto` speaks to Kueue where the cluster serves its Workloads; `off` ignores its labels.
+    kueue: Literal["auto", "off"] = "auto"

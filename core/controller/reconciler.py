@@ -201,7 +201,13 @@ class Reconciler:
         _log_created(the_plan, found, jlog)
         self._record(raw, the_plan.events, posted)
         requeue = _sooner(the_plan.requeue_after, hold)
-        done = held or the_plan.delete or the_plan.update or the_plan.status_changed
+        done = (
+            held
+            or the_plan.delete
+            or the_plan.update
+            or the_plan.patch_status
+            or the_plan.status_changed
+        )
         if not (done or the_plan.events or requeue is not None):
             self._quiet[key] = versions
         # A conflict met now is in the status of the next reconcile, at once.
@@ -211,7 +217,7 @@ class Reconciler:
         try:
             return plan(
                 job,
-                Observed.of(children, self.cache.absent_kinds, held),
+                Observed.of(children, self.cache.absent_kinds, held, self.cache.kueue()),
                 self.clock(),
                 self.plugins.hooks_for(job.kind),
                 warnings=problems,

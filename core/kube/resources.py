@@ -24,6 +24,7 @@ from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "CHILD_RESOURCES",
+    "KUEUE_RESOURCES",
     "METADATA_LIST",
     "METADATA_WATCH",
     "NATIVE_POD_GROUP",
@@ -105,10 +106,24 @@ CHILD_RESOURCES: dict[str, Resource] = {
         # Only with `t9kjobs operator --network-policy` (the networkpolicy feature plugin):
         # without it the operator neither watches nor needs the right to (Operator).
         Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+        # Kueue's (queues, quotas, preemption), with `t9kjobs operator --kueue auto`:
+        # t9kjobs.planner.queueing.
+        Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload"),
     )
 }
 # kube-scheduler's PodGroup, as a job's children spell it (`t9kjobs.objects.child_kind`).
 NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
 # Child kinds watched only when an operator option asks for them (--network-policy,
-# --gang-scheduling): without it the operator needs no right on them.
-OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy", "PodGroup", NATIVE_POD_GROUP})
+# --gang-scheduling, --kueue): without it the operator needs no right on them.
+OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy", "PodGroup", NATIVE_POD_GROUP, "Workload"})
+# Cluster-wide objects a queued job's plan reads, watched where Workloads are
+# (`t9kjobs.planner.Kueue`): Kueue's ResourceFlavors and WorkloadPriorityClasses, and the
+# PriorityClasses of pods.
+KUEUE_RESOURCES: dict[str, Resource] = {
+    r.kind: r
+    for r in (
+        Resource("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor"),
+        Resource("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "WorkloadPriorityClass"),
+        Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass"),
+    )
+}

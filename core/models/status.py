@@ -43,8 +43,11 @@ __all__ = [
     "TaskStatus",
 ]
 
-JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+JobPhase = Literal[
+    "Queued", "Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"
+]
 ConditionType = Literal[
+    "Admitted",
     "Initialized",
     "Scheduled",
     "Running",
@@ -185,7 +188,10 @@ class JobStatus(_KeepsUnknownFields):
 
     phase: JobPhase | None = Field(
         default=None,
-        description="Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.",
+        description=(
+            "Queued (waiting for admission by Kueue), Pending, Running, Paused, Resuming,"
+            " Succeeded, Failed or Unknown."
+        ),
     )
     tasks: list[TaskStatus] = Field(default_factory=list, description="Status by replica type.")
     aggregate: Aggregate = Field(
@@ -214,8 +220,10 @@ class JobStatus(_KeepsUnknownFields):
     reason: str | None = Field(
         default=None,
         description="Why the job stands where it does, when it does not go on by itself: the"
-        " reason of its Failed condition, or `Unschedulable` while its gang cannot be placed"
-        " (a False Scheduled condition). The REASON column of `kubectl get`.",
+        " reason of its Failed condition; while it waits for Kueue's admission, the reason of"
+        " its False Admitted condition (`Queued`, `Inadmissible`, `Preempted`...); or"
+        " `Unschedulable` while its gang cannot be placed (a False Scheduled condition). The"
+        " REASON column of `kubectl get`.",
     )
 
     @classmethod

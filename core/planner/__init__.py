@@ -2,11 +2,21 @@
 
 `plan` judges a job in order (`plan`), through one `Situation` and the `Changes` of each step
 (`situation`): a job that keeps running (`running`), one that stops (`stopping`), the status
-they write (`status`), the pods it wants (`desired`) and how its replicas stand (`replicas`).
+they write (`status`), the pods it wants (`desired`) and how its replicas stand (`replicas`),
+where its pods are placed together (`placement`) and its place in a Kueue queue (`queueing`).
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
 from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
-from t9kjobs.planner.types import EngineHooks, Event, ObjectRef, Observed, Plan
+from t9kjobs.planner.types import EngineHooks, Event, Kueue, ObjectRef, Observed, Plan
 
-__all__ = ["FOLDED_STATUS_SECONDS", "EngineHooks", "Event", "ObjectRef", "Observed", "Plan", "plan"]
+__all__ = [
+    "FOLDED_STATUS_SECONDS",
+    "EngineHooks",
+    "Event",
+    "Kueue",
+    "ObjectRef",
+    "Observed",
+    "Plan",
+    "plan",
+]

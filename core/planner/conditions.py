@@ -62,10 +62,14 @@ def set_condition(
 
 def standing_reason(status: JobStatus) -> str | None:
     """`status.reason`: why a job stands where it does, when it does not go on by itself (the
-    reason of its Failed condition, or of a False Scheduled condition while it is unfinished)."""
+    reason of its Failed condition, or, while it is unfinished, of a False Admitted condition:
+    it waits in a queue; or of a False Scheduled one: its gang waits for room)."""
     failed, scheduled = status.condition("Failed"), status.condition("Scheduled")
+    admitted = status.condition("Admitted")
     if failed is not None and failed.status == "True":
         return failed.reason
+    if admitted is not None and admitted.status == "False" and not status.finished:
+        return admitted.reason
     if scheduled is not None and scheduled.status == "False" and not status.finished:
         return scheduled.reason
     return None

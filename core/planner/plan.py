@@ -22,6 +22,7 @@ dearest request a job makes, three pod creations' worth of kube-apiserver CPU
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
@@ -29,6 +30,13 @@ from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.queueing import (
+    WORKLOAD,
+    admission,
+    finished_workloads,
+    queued,
+    workload_objects,
+)
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running
 from t9kjobs.planner.situation import Changes, Situation
@@ -61,15 +69,26 @@ def plan(
     before = job.status
     status = before.model_copy(deep=True)
     life = job.spec.lifecycle()
+    ts = rfc3339(now)
     if status.finished:
         changes = finished(status, observed, life)
+        changes = replace(changes, patch_status=finished_workloads(status, observed, ts))
     else:
         status.run_mode = life.run_mode.name
         if life.run_mode.paused:
-            changes = paused(status, observed, rfc3339(now))
+            given_up = workload_objects(list(observed.objects.values()))
+            changes = paused(status, observed, ts, given_up)
             count_ready(status)
         else:
-            changes = _judge(_situation(job, status, observed, now, life, hooks), status, hooks)
+            s = _situation(job, status, observed, now, life, hooks)
+            held = None
+            if s.queued is not None and WORKLOAD not in observed.absent_kinds:
+                held = admission(job, s.queued, status, observed, s.pods, ts)
+            if held is None:
+                changes = _judge(s, status, hooks)
+            else:
+                changes = held
+                count_ready(status)
     return _built(before, status, changes, observed, now, warnings, routine_events)
 
 
@@ -115,6 +134,11 @@ def _situation(
         status.start_time = rfc3339(now if created is None else min(now, created))
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
     aux = hooks.auxiliary_objects(job, pods, observed.absent_kinds)
+    # Its place in a queue, built from its pods as the plugins made them (an admission then
+    # adds its flavors to them: `t9kjobs.planner.queueing`).
+    in_queue = queued(job, pods, observed)
+    if in_queue is not None and in_queue.workload is not None:
+        aux = [*aux, in_queue.workload]
     replicas = [r for t in status.tasks for r in t.replicas]
     pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
@@ -131,6 +155,7 @@ def _situation(
         aux=tuple(aux),
         pods_by_name=pods_by_name,
         found=found,
+        queued=in_queue,
     )
 
 
@@ -160,6 +185,7 @@ def _built(
         create=changes.create,
         update=changes.update,
         delete=changes.delete,
+        patch_status=changes.patch_status,
         events=events,
         requeue_after=changes.requeue_after,
         status_due_in=None if changes.delete else _first_status_due(before, status, observed, now),

@@ -17,7 +17,7 @@ from datetime import datetime
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.replicas import Assessment
-from t9kjobs.planner.types import Event, ObjectRef, Observed
+from t9kjobs.planner.types import Event, ObjectRef, Observed, Queued
 from t9kjobs.vocabulary import Obj
 
 __all__ = ["Changes", "Situation"]
@@ -38,6 +38,7 @@ class Situation:
     aux: tuple[Obj, ...]  # the other children it wants (Services, ConfigMaps, ...)
     pods_by_name: Mapping[str, Obj]  # the pods it has, by name, as `remembered` keeps them
     found: Assessment  # every replica under its restart policy
+    queued: Queued | None = None  # its place in a Kueue queue (t9kjobs.planner.queueing)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Changes:
     create: tuple[Obj, ...] = ()
     update: tuple[Obj, ...] = ()
     delete: tuple[ObjectRef, ...] = ()
+    patch_status: tuple[Obj, ...] = ()
     events: tuple[Event, ...] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines, conflicts).
     requeue_after: float | None = None

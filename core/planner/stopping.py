@@ -7,6 +7,8 @@ the replicas still running then, followed to their end (`settle_replicas`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from t9kjobs.kinds import Verdict
 from t9kjobs.models import Aggregate, JobStatus, Lifecycle
 from t9kjobs.objects import ANNOTATION_STOP_WHEN_FINISHED, LABEL_REPLICA_TYPE
@@ -18,7 +20,16 @@ from t9kjobs.planner.status import aggregate, containers, replica_failure, write
 from t9kjobs.planner.types import Event, ObjectRef, Observed
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["ACTIVE", "cleanup", "deletion", "finish", "finished", "paused", "settle_replicas"]
+__all__ = [
+    "ACTIVE",
+    "cleanup",
+    "deletion",
+    "finish",
+    "finished",
+    "paused",
+    "settle_replicas",
+    "shown_deleted",
+]
 
 ACTIVE = ("Pending", "Running", "Unknown")
 _FINAL_POD_PHASES = ("Succeeded", "Failed")
@@ -45,19 +56,25 @@ def deletion(obj: Obj) -> ObjectRef:
     )
 
 
-def paused(status: JobStatus, observed: Observed, ts: str) -> Changes:
-    """A paused job: its pods are deleted, its replicas shown Deleted."""
+def paused(status: JobStatus, observed: Observed, ts: str, given_up: Sequence[Obj] = ()) -> Changes:
+    """A paused job: its pods are deleted, its replicas shown Deleted; its PodGroups and
+    `given_up` (its Workloads: its place in a queue) deleted."""
     live = [p for p in observed.pods() if not p["metadata"].get("deletionTimestamp")]
     status.phase = "Paused"
     set_condition(status, "Paused", True, "PauseEnabled", "spec.runMode.pause is enabled", ts)
     set_condition(status, "Running", False, "Paused", "the job is paused", ts)
+    shown_deleted(status)
+    events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
+    gone = [*live, *placement_objects(observed.objects.values()), *given_up]
+    return Changes(delete=tuple(deletion(o) for o in gone), events=tuple(events))
+
+
+def shown_deleted(status: JobStatus) -> None:
+    """Every replica shown Deleted, with no pod: the job has none for now (paused, queued)."""
     status.aggregate = Aggregate(deleted=sum(len(t.replicas) for t in status.tasks))
     for task in status.tasks:
         for replica in task.replicas:
             replica.phase, replica.uid, replica.containers = "Deleted", None, []
-    events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
-    gone = [*live, *placement_objects(observed.objects.values())]
-    return Changes(delete=tuple(deletion(o) for o in gone), events=tuple(events))
 
 
 def cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[ObjectRef]:

@@ -10,7 +10,7 @@ from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
 
-__all__ = ["EngineHooks", "Event", "ObjectRef", "Observed", "Plan"]
+__all__ = ["EngineHooks", "Event", "Kueue", "ObjectRef", "Observed", "Plan", "Queued"]
 
 
 class EngineHooks(Protocol):
@@ -36,6 +36,29 @@ class EngineHooks(Protocol):
 
 
 @dataclass(frozen=True)
+class Kueue:
+    """What a queued job's plan reads of Kueue's cluster-wide objects (`t9kjobs.planner.queueing`):
+    the ResourceFlavors by name (an admitted job's pods get their node labels and
+    tolerations), the values of the WorkloadPriorityClasses and of the PriorityClasses by
+    name (a Workload states its priority), and whether `t9kScheduler.queue` names a Kueue
+    LocalQueue (the T9k scheduler is not there to take it)."""
+
+    flavors: Mapping[str, Obj] = field(default_factory=dict)
+    workload_priorities: Mapping[str, int] = field(default_factory=dict)
+    pod_priorities: Mapping[str, int] = field(default_factory=dict)
+    t9k_queues: bool = False
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A job's place in a Kueue queue: the Workload it wants, or why it cannot have one yet."""
+
+    queue: str
+    workload: Obj | None  # None: `problem` says why
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
 class Observed:
     """The children of one job that the cluster holds, keyed by (kind, name).
 
@@ -46,11 +69,15 @@ class Observed:
     `conflicts` names children the job wants whose (kind, name) an object this job does not
     control already holds, with who controls it: the planner does not create them, and says so
     in a condition and a Warning Event until they are gone.
+
+    `kueue`: Kueue's objects, where the operator watches Workloads and the cluster serves
+    them; None elsewhere.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
     conflicts: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    kueue: Kueue | None = None
 
     @classmethod
     def of(
@@ -58,9 +85,13 @@ class Observed:
         objects: Iterable[Obj],
         absent_kinds: Iterable[str] = (),
         conflicts: Mapping[tuple[str, str], str] | None = None,
+        kueue: Kueue | None = None,
     ) -> Observed:
         return cls(
-            {object_key(o): o for o in objects}, frozenset(absent_kinds), dict(conflicts or {})
+            {object_key(o): o for o in objects},
+            frozenset(absent_kinds),
+            dict(conflicts or {}),
+            kueue,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:
@@ -98,13 +129,17 @@ class Event:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a reconcile must do. Applied in order: status, deletions, updates, creations."""
+    """What a reconcile must do. Applied in order: status, deletions, updates, children's
+    status, creations."""
 
     status: JobStatus
     status_changed: bool
     create: Sequence[Obj] = ()
     update: Sequence[Obj] = ()
     delete: Sequence[ObjectRef] = ()
+    # Children whose status the job's controller writes (a Workload's, for Kueue): each a
+    # merge patch of the status subresource, with the resourceVersion it was computed from.
+    patch_status: Sequence[Obj] = ()
     events: Sequence[Event] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines).
     requeue_after: float | None = None

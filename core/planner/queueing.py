@@ -1,0 +1,453 @@
+"""Queues, quotas and preemption with Kueue: a job with a queue waits, with no pod, until Kueue
+admits it, and goes back to waiting, with no pod, when Kueue evicts it.
+
+Our kinds are Kueue's *external frameworks*: Kueue admits and evicts, and the job's controller
+(this engine, for every kind, third-party ones too) keeps the protocol Kueue's own integrations
+get from `jobframework/reconciler.go`:
+
+* A job with a queue (the label `kueue.x-k8s.io/queue-name`, or `t9kScheduler.queue` where
+  the T9k scheduler is not there to take it) owns one `kueue.x-k8s.io/v1beta2` Workload named
+  `<kind>-<job>`: a podSet per replica type, with its pod count and a template that says what
+  Kueue needs to count and place it (each container's resources; node selector, affinity,
+  tolerations, priority class). Its priority: the WorkloadPriorityClass of the label
+  `kueue.x-k8s.io/priority-class`, else the pods' PriorityClass, else `t9kScheduler.priority`.
+* No pod exists until the Workload is `Admitted`: the job is `Queued`, its `Admitted`
+  condition False with Kueue's word for why (`Inadmissible` for a LocalQueue that does not
+  exist), which is also its REASON. Admitted, its pods get the node labels and tolerations of
+  the ResourceFlavors Kueue assigned to their podSet, and it runs (and is placed as a gang,
+  where it has one: `t9kjobs.planner.placement`).
+* `Evicted` (preempted, deactivated, timed out): its pods are deleted and it is `Queued`
+  again. An eviction is not a failure: no restart is counted and no backoff spent, and its
+  deadline counts again from the readmission. Once no pod is left, the Workload's quota
+  reservation is cleared (`QuotaReserved` and `Admitted` False, `Requeued`, no `admission`),
+  as `jobframework` does: only then does Kueue admit another job on that quota.
+* Finished, the Workload is `Finished` (its quota goes back to the queue). Paused, the job
+  gives up its place: the Workload is deleted, and a new one queues it again on resume.
+  Deleted, the garbage collector deletes the Workload with the job.
+* What Kueue cannot accept is said: a Workload whose podSets no longer match the job's pods
+  (an elastic job scaled) is deleted and created again, so the job queues anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from t9kjobs.models import Job, JobStatus
+from t9kjobs.objects import LABEL_REPLICA_TYPE, DesiredPod, owner_labels, owner_reference
+from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.placement import placement_objects
+from t9kjobs.planner.situation import Changes
+from t9kjobs.planner.stopping import deletion, shown_deleted
+from t9kjobs.planner.types import Event, Kueue, Observed, Queued
+from t9kjobs.vocabulary import Obj
+
+__all__ = [
+    "KUEUE_API_VERSION",
+    "LABEL_PRIORITY_CLASS",
+    "LABEL_QUEUE_NAME",
+    "WORKLOAD",
+    "admission",
+    "finished_workloads",
+    "queue_of",
+    "queued",
+    "workload_name",
+    "workload_objects",
+]
+
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+WORKLOAD = "Workload"
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+# A job whose Workload cannot be built yet (its priority class is missing) looks again this often.
+RETRY_SECONDS = 10.0
+# What a podSet's template keeps of a pod's spec: what Kueue counts and places by.
+_TEMPLATE_KEYS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "priorityClassName",
+    "runtimeClassName",
+    "overhead",
+)
+_NAME_MAX = 253
+
+
+def workload_objects(objects: Sequence[Obj]) -> list[Obj]:
+    """The Workloads among `objects`, not being deleted already."""
+    return [
+        o
+        for o in objects
+        if o.get("kind") == WORKLOAD
+        and str(o.get("apiVersion", "")).startswith("kueue.x-k8s.io/")
+        and not o["metadata"].get("deletionTimestamp")
+    ]
+
+
+def workload_name(job: Job) -> str:
+    """`<kind>-<job>` (lower case), shortened with a digest when too long for a name."""
+    name = f"{job.kind.lower()}-{job.name}"
+    if len(name) <= _NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    return f"{name[: _NAME_MAX - 11]}-{digest}"
+
+
+def queue_of(job: Job, kueue: Kueue | None) -> str | None:
+    """The LocalQueue `job` waits in: its label's, or `t9kScheduler.queue` where that names a
+    Kueue queue (`Kueue.t9k_queues`); None for a job Kueue does not manage."""
+    queue = (job.metadata.labels or {}).get(LABEL_QUEUE_NAME)
+    if queue:
+        return queue
+    scheduler = job.spec.lifecycle().scheduler
+    if kueue is not None and kueue.t9k_queues and scheduler and scheduler.t9k_scheduler:
+        return scheduler.t9k_scheduler.queue
+    return None
+
+
+def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued | None:
+    """The Workload `job` wants, when it waits in a queue and Kueue is watched (served or not:
+    where it is not, the engine leaves the Workload out and says so, `Degraded`)."""
+    kueue = observed.kueue
+    if kueue is None and WORKLOAD not in observed.absent_kinds:
+        return None  # the operator does not speak to Kueue (--kueue=off)
+    queue = queue_of(job, kueue)
+    if queue is None or not pods:
+        return None
+    priority = _priority(job, pods, kueue or Kueue())
+    if isinstance(priority, str):
+        current = observed.get(WORKLOAD, workload_name(job))
+        # A Workload made before its class went keeps what it was made with.
+        return (
+            Queued(queue, current, None) if current is not None else Queued(queue, None, priority)
+        )
+    ref, value = priority
+    spec: Obj = {"queueName": queue, "podSets": _pod_sets(pods)}
+    if ref is not None:
+        spec["priorityClassRef"] = ref
+    if value is not None:
+        spec["priority"] = value
+    workload: Obj = {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": WORKLOAD,
+        "metadata": {
+            "name": workload_name(job),
+            "namespace": job.namespace,
+            "labels": owner_labels(job),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": spec,
+    }
+    return Queued(queue, workload)
+
+
+def _priority(
+    job: Job, pods: Sequence[DesiredPod], kueue: Kueue
+) -> tuple[Obj | None, int | None] | str:
+    """(priorityClassRef, priority) of the Workload, or why it cannot be said yet."""
+    name = (job.metadata.labels or {}).get(LABEL_PRIORITY_CLASS)
+    if name:
+        value = kueue.workload_priorities.get(name)
+        if value is None:
+            return f"WorkloadPriorityClass {name} (label {LABEL_PRIORITY_CLASS}) does not exist"
+        ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+        return ref, value
+    classes = sorted({str(c) for p in pods if (c := p.manifest["spec"].get("priorityClassName"))})
+    if classes:
+        value = kueue.pod_priorities.get(classes[0])
+        if value is None:
+            return f"PriorityClass {classes[0]} (the pods' priorityClassName) does not exist"
+        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": classes[0]}, value
+    scheduler = job.spec.lifecycle().scheduler
+    if kueue.t9k_queues and scheduler is not None and scheduler.t9k_scheduler is not None:
+        return None, scheduler.t9k_scheduler.priority
+    return None, None
+
+
+def pod_set_name(replica_type: str) -> str:
+    """A podSet's name: the replica type as a DNS label."""
+    name = re.sub(r"[^a-z0-9-]+", "-", replica_type.lower()).strip("-")[:63].strip("-")
+    return name or "pods"
+
+
+def _pod_sets(pods: Sequence[DesiredPod]) -> list[Obj]:
+    sets: dict[str, Obj] = {}
+    for pod in pods:
+        name = pod_set_name(pod.replica_type)
+        if name in sets:
+            sets[name]["count"] += 1
+            continue
+        spec = pod.manifest["spec"]
+        template: Obj = {k: spec[k] for k in _TEMPLATE_KEYS if spec.get(k)}
+        for key in ("initContainers", "containers"):
+            if spec.get(key):
+                template[key] = [
+                    {
+                        "name": c["name"],
+                        **({"resources": c["resources"]} if c.get("resources") else {}),
+                    }
+                    for c in spec[key]
+                ]
+        sets[name] = {"name": name, "count": 1, "template": {"spec": template}}
+    return list(sets.values())
+
+
+def _condition(obj: Obj | None, type_: str) -> Obj | None:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == type_:
+            return condition
+    return None
+
+
+def _true(obj: Obj | None, type_: str) -> bool:
+    condition = _condition(obj, type_)
+    return condition is not None and condition.get("status") == "True"
+
+
+def _matches(want: object, have: object) -> bool:
+    """Whether `have` holds everything of `want` (the server adds defaults)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_matches(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_matches(w, h) for w, h in zip(want, have, strict=True))
+        )
+    return want == have
+
+
+def admission(
+    job: Job,
+    q: Queued,
+    status: JobStatus,
+    observed: Observed,
+    pods: Sequence[DesiredPod],
+    ts: str,
+) -> Changes | None:
+    """None when the job may run: its Workload is admitted (its pods then carry their
+    flavors' node labels and tolerations, set here in place). Otherwise what a job waiting in
+    its queue does: no pod, the Workload made or mended, the phase `Queued`."""
+    name = workload_name(job)
+    current = observed.get(WORKLOAD, name)
+    if current is not None and current["metadata"].get("deletionTimestamp"):
+        current = None
+        going = True
+    else:
+        going = False
+    wanted = q.workload
+    if (
+        current is not None
+        and wanted is not None
+        and _matches(wanted["spec"], current.get("spec"))
+        and _true(current, "Admitted")
+        and not _true(current, "Evicted")
+        and (current.get("status") or {}).get("admission")
+    ):
+        missing = _with_flavors(pods, current, observed.kueue or Kueue())
+        if missing is None:
+            cq = current["status"]["admission"].get("clusterQueue", "")
+            set_condition(
+                status,
+                "Admitted",
+                True,
+                "Admitted",
+                f"admitted by ClusterQueue {cq} (LocalQueue {q.queue}, Workload {name})",
+                ts,
+            )
+            return None
+        return _held(status, observed, ts, "Queued", f"admitted, but {missing}", requeue=1.0)
+
+    creates: list[Obj] = []
+    deletes = []
+    patches: list[Obj] = []
+    requeue = None
+    if q.problem is not None:
+        reason, message, requeue = "Inadmissible", q.problem, RETRY_SECONDS
+    elif (WORKLOAD, name) in observed.conflicts:
+        holder = observed.conflicts[(WORKLOAD, name)]
+        reason = "NameConflict"
+        message = f"Workload {name} exists and this job does not control it ({holder})"
+        requeue = RETRY_SECONDS
+    elif current is None:
+        if not going and wanted is not None:
+            creates.append(wanted)
+        reason, message = "Queued", f"waiting in LocalQueue {q.queue} (Workload {name})"
+    elif wanted is not None and not _matches(wanted["spec"], current.get("spec")):
+        # Its pods changed (an elastic job scaled): Kueue counts them anew, in a new Workload.
+        deletes.append(deletion(current))
+        reason = "Queued"
+        message = f"the job's pods changed: Workload {name} is made again, to be queued anew"
+    else:
+        reason, message = _waiting(current, q.queue, name)
+        evicted = _condition(current, "Evicted")
+        if evicted is not None and evicted.get("status") == "True":
+            reason = str(evicted.get("reason") or "Evicted")
+            message = f"evicted by Kueue ({reason}): {evicted.get('message') or ''}".rstrip(": ")
+            if not observed.pods() and _true(current, "QuotaReserved"):
+                patches.append(_cleared(current, evicted, ts))
+    return _held(
+        status,
+        observed,
+        ts,
+        reason,
+        message,
+        requeue=requeue,
+        changes=Changes(create=tuple(creates), delete=tuple(deletes), patch_status=tuple(patches)),
+    )
+
+
+def _waiting(workload: Obj, queue: str, name: str) -> tuple[str, str]:
+    """Why an unadmitted Workload waits, in Kueue's words."""
+    reserved = _condition(workload, "QuotaReserved")
+    if reserved is not None and reserved.get("status") == "True":
+        return "Queued", f"quota reserved in LocalQueue {queue}; waiting for admission checks"
+    said = str((reserved or {}).get("message") or "")
+    if reserved is not None and reserved.get("reason") == "Inadmissible":
+        return "Inadmissible", f"LocalQueue {queue}: {said}" if said else f"LocalQueue {queue}"
+    tail = f": {said}" if said else f" (Workload {name})"
+    return "Queued", f"waiting in LocalQueue {queue}{tail}"
+
+
+def _held(
+    status: JobStatus,
+    observed: Observed,
+    ts: str,
+    reason: str,
+    message: str,
+    *,
+    requeue: float | None = None,
+    changes: Changes | None = None,
+) -> Changes:
+    """A job that waits for admission: no pod (those it has are deleted, its PodGroups too)."""
+    live = [p for p in observed.pods() if not p["metadata"].get("deletionTimestamp")]
+    events: list[Event] = []
+    was = status.condition("Admitted")
+    if live:
+        events.append(
+            Event("Normal", reason, f"{message}; deleted {len(live)} pod(s), the job waits again")
+        )
+    elif was is None or was.reason != reason:
+        events.append(Event("Normal", reason, message, routine=was is None))
+    status.phase = "Queued"
+    status.start_time = None  # its deadline counts from its admission
+    set_condition(status, "Admitted", False, reason, message, ts)
+    if status.condition("Running") is not None:
+        set_condition(status, "Running", False, reason, "the job waits in its queue", ts)
+    if live or status.tasks:
+        shown_deleted(status)
+    gone = [*live, *placement_objects(observed.objects.values())]
+    changes = changes or Changes()
+    return Changes(
+        create=changes.create,
+        delete=(*changes.delete, *(deletion(o) for o in gone)),
+        patch_status=changes.patch_status,
+        events=tuple(events),
+        requeue_after=requeue,
+    )
+
+
+def _cleared(workload: Obj, evicted: Obj, ts: str) -> Obj:
+    """The status patch that gives an evicted Workload's quota back (`jobframework`: its job
+    stopped, the reservation is unset; Requeued True after a preemption or a node failure)."""
+    message = str(evicted.get("message") or "")
+    reason = str(evicted.get("reason") or "")
+    generation = workload["metadata"].get("generation")
+
+    def condition(type_: str, value: str, why: str, said: str) -> Obj:
+        out: Obj = {
+            "type": type_,
+            "status": value,
+            "reason": why,
+            "message": said,
+            "lastTransitionTime": ts,
+        }
+        if generation is not None:
+            out["observedGeneration"] = generation
+        return out
+
+    requeued = "True" if reason in ("Preempted", "NodeFailures") else "False"
+    changed = {
+        "QuotaReserved": condition("QuotaReserved", "False", "Pending", message),
+        "Admitted": condition(
+            "Admitted", "False", "NoReservation", "The workload has no reservation"
+        ),
+        "Requeued": condition("Requeued", requeued, reason or "Evicted", message),
+    }
+    conditions = [
+        changed.pop(c["type"], c) for c in (workload.get("status") or {}).get("conditions") or []
+    ]
+    conditions += list(changed.values())
+    return _status_patch(workload, {"conditions": conditions, "admission": None})
+
+
+def _status_patch(workload: Obj, status: Obj) -> Obj:
+    meta = workload["metadata"]
+    return {
+        "apiVersion": workload.get("apiVersion", KUEUE_API_VERSION),
+        "kind": WORKLOAD,
+        "metadata": {"name": meta["name"], "resourceVersion": meta.get("resourceVersion")},
+        "status": status,
+    }
+
+
+def finished_workloads(status: JobStatus, observed: Observed, ts: str) -> tuple[Obj, ...]:
+    """The status patches that mark a finished job's Workloads `Finished`: their quota goes
+    back to the queue."""
+    completed = status.condition("Completed")
+    failed = status.condition("Failed")
+    ended = completed if completed is not None and completed.status == "True" else failed
+    reason = "Succeeded" if status.phase == "Succeeded" else "Failed"
+    message = (ended.message if ended is not None else None) or f"the job {reason.lower()}"
+    out = []
+    for workload in workload_objects(list(observed.objects.values())):
+        if _true(workload, "Finished"):
+            continue
+        conditions = [
+            c
+            for c in (workload.get("status") or {}).get("conditions") or []
+            if c.get("type") != "Finished"
+        ]
+        conditions.append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": reason,
+                "message": message[:32768],
+                "lastTransitionTime": ts,
+            }
+        )
+        out.append(_status_patch(workload, {"conditions": conditions}))
+    return tuple(out)
+
+
+def _with_flavors(pods: Sequence[DesiredPod], workload: Obj, kueue: Kueue) -> str | None:
+    """Give each pod the node labels and tolerations of the flavors assigned to its podSet;
+    what is missing when a flavor is not known here yet (None when all are)."""
+    assignments = {
+        str(a.get("name")): a
+        for a in (workload.get("status") or {}).get("admission", {}).get("podSetAssignments") or []
+    }
+    for pod in pods:
+        labels = pod.manifest["metadata"].get("labels") or {}
+        assigned = assignments.get(pod_set_name(labels.get(LABEL_REPLICA_TYPE, pod.replica_type)))
+        names = sorted({str(f) for f in ((assigned or {}).get("flavors") or {}).values()})
+        spec = pod.manifest["spec"]
+        for name in names:
+            flavor = kueue.flavors.get(name)
+            if flavor is None:
+                return f"its ResourceFlavor {name} is not known to the operator yet"
+            flavor_spec = flavor.get("spec") or {}
+            if flavor_spec.get("nodeLabels"):
+                spec["nodeSelector"] = {
+                    **(spec.get("nodeSelector") or {}),
+                    **flavor_spec["nodeLabels"],
+                }
+            tolerations = list(spec.get("tolerations") or [])
+            for toleration in flavor_spec.get("tolerations") or []:
+                if toleration not in tolerations:
+                    tolerations.append(toleration)
+            if tolerations:
+                spec["tolerations"] = tolerations
+    return None
