@@ -252,8 +252,9 @@ def kwok_tier(marker: str, description: str, folder: Path) -> tuple[Any, Any, An
 @contextlib.contextmanager
 def kwok_cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """The KWOK cluster at ``T9KJOBS_CLUSTER_DIR`` with its audit log (tiers that read it:
-    the RBAC check, the chaos tier): reused when already running, else started."""
-    env = {"T9KJOBS_AUDIT": "1", **os.environ}
+    the RBAC check, the chaos tier) and Kueue (tests/e2e/test_kueue.py; jobs without a queue
+    are as without it): reused when already running, else started."""
+    env = {"T9KJOBS_AUDIT": "1", "T9KJOBS_KUEUE": "1", **os.environ}
     if env.get("T9KJOBS_NODES") == "real":  # that is for tests/real; here the default 4 KWOK nodes
         del env["T9KJOBS_NODES"]
     with local_cluster(pytestconfig, cluster_dir(), "kwok", env) as started:

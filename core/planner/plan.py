@@ -72,7 +72,6 @@ def plan(
     ts = rfc3339(now)
     if status.finished:
         changes = finished(status, observed, life)
-        changes = replace(changes, patch_status=finished_workloads(status, observed, ts))
     else:
         status.run_mode = life.run_mode.name
         if life.run_mode.paused:
@@ -89,6 +88,10 @@ def plan(
             else:
                 changes = held
                 count_ready(status)
+    if status.finished:
+        # Its Workload is declared Finished by the plan that finishes the job, or by a later
+        # one if that write failed: the quota goes back to the queue.
+        changes = replace(changes, patch_status=finished_workloads(status, observed, ts))
     return _built(before, status, changes, observed, now, warnings, routine_events)
 
 

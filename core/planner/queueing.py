@@ -30,7 +30,6 @@ get from `jobframework/reconciler.go`:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
@@ -60,6 +59,7 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 WORKLOAD = "Workload"
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+LABEL_JOB_UID = "kueue.x-k8s.io/job-uid"
 # A job whose Workload cannot be built yet (its priority class is missing) looks again this often.
 RETRY_SECONDS = 10.0
 # What a podSet's template keeps of a pod's spec: what Kueue counts and places by.
@@ -71,7 +71,6 @@ _TEMPLATE_KEYS = (
     "runtimeClassName",
     "overhead",
 )
-_NAME_MAX = 253
 
 
 def workload_objects(objects: Sequence[Obj]) -> list[Obj]:
@@ -86,12 +85,8 @@ def workload_objects(objects: Sequence[Obj]) -> list[Obj]:
 
 
 def workload_name(job: Job) -> str:
-    """`<kind>-<job>` (lower case), shortened with a digest when too long for a name."""
-    name = f"{job.kind.lower()}-{job.name}"
-    if len(name) <= _NAME_MAX:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-    return f"{name[: _NAME_MAX - 11]}-{digest}"
+    """`<kind>-<job>`, lower case (a job's name is short enough for it: `t9kjobs.loading`)."""
+    return f"{job.kind.lower()}-{job.name}"
 
 
 def queue_of(job: Job, kueue: Kueue | None) -> str | None:
@@ -134,7 +129,8 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
         "metadata": {
             "name": workload_name(job),
             "namespace": job.namespace,
-            "labels": owner_labels(job),
+            # Kueue names the job by this label in what it says (a preemption's message).
+            "labels": {**owner_labels(job), LABEL_JOB_UID: job.metadata.uid or ""},
             "ownerReferences": [owner_reference(job)],
         },
         "spec": spec,

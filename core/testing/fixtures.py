@@ -117,7 +117,8 @@ def pod_in_phase(pod: Obj, phase: str, exit_code: int | None = None) -> Obj:
 
 
 def apply_plan(objects: Mapping[tuple[str, str], Obj], plan: Plan) -> dict[tuple[str, str], Obj]:
-    """The children by (kind, name) after `plan` was applied (deletions take effect at once)."""
+    """The children by (kind, name) after `plan` was applied (deletions take effect at once;
+    a status patch merges its fields into the child's status, `null` removing one)."""
     out = dict(objects)
     for ref in plan.delete:
         out.pop((child_kind(ref.api_version, ref.kind), ref.name), None)
@@ -125,6 +126,13 @@ def apply_plan(objects: Mapping[tuple[str, str], Obj], plan: Plan) -> dict[tuple
         obj = copy.deepcopy(obj)
         obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")
         out[object_key(obj)] = obj
+    for patch in plan.patch_status:
+        key = object_key(patch)
+        if key in out:
+            patched = copy.deepcopy(out[key])
+            status = {**(patched.get("status") or {}), **copy.deepcopy(patch["status"])}
+            patched["status"] = {k: v for k, v in status.items() if v is not None}
+            out[key] = patched
     return out
 
 

@@ -65,7 +65,7 @@ def real_cluster_dir() -> Path:
 def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """The real-node cluster: reused when already running, else built (if needed) and started."""
     # The audit log: the install tier reads what the API server refused the operator.
-    env = {**os.environ, "T9KJOBS_NODES": "real", "T9KJOBS_AUDIT": "1"}
+    env = {**os.environ, "T9KJOBS_NODES": "real", "T9KJOBS_AUDIT": "1", "T9KJOBS_KUEUE": "1"}
     with local_cluster(pytestconfig, real_cluster_dir(), "real", env) as started:
         yield started
 

@@ -1,0 +1,449 @@
+"""Queues, quotas and preemption with Kueue, end to end on KWOK (4 nodes x 8 GPUs) with Kueue
+v0.17.0 beside the control plane (hack/cluster/kueue, started with the KWOK cluster).
+
+Each test has a ClusterQueue of its own, 16 GPUs, that admits only from its namespace, a
+LocalQueue `team` there, and a ResourceFlavor whose node label every KWOK node has and whose
+toleration the pods must get. Jobs are GenericJobs of 2 pods x 8 GPUs (16 GPUs: the whole
+quota), labelled `kueue.x-k8s.io/queue-name: team`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
+from tests import waiting
+from tests.e2e.jobs import Kube, Recorder, phase, replica, until
+from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+
+GPU = "nvidia.com/gpu"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+TOLERATION = {"key": "t9kjobs-test/kueue", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def kube(cluster: Any, namespace: str) -> Kube:
+    served = Kube(cluster, namespace)
+    try:
+        resources = served.http.request("GET", KUEUE).get("resources") or []
+    except ApiError as exc:
+        resources = []
+        assert exc.status == 404, exc
+    assert any(r["name"] == "workloads" for r in resources), (
+        "the cluster does not serve Kueue's kueue.x-k8s.io/v1beta2 (a KWOK cluster started"
+        " without T9KJOBS_KUEUE=1): make cluster-down, and let the tests start it"
+    )
+    install_crds(cluster)
+    return served
+
+
+def _create(kube: Kube, path: str, doc: Any) -> None:
+    kube.http.request("POST", path, body=doc)
+
+
+def _delete(kube: Kube, path: str) -> None:
+    try:
+        kube.http.request("DELETE", path)
+    except ApiError as exc:
+        assert exc.status == 404, exc
+
+
+@pytest.fixture
+def queue(kube: Kube, namespace: str) -> Iterator[str]:
+    """A ClusterQueue of 16 GPUs for this namespace alone (preempting lower priorities), its
+    ResourceFlavor and a LocalQueue `team`; the WorkloadPriorityClasses `<ns>-low` and
+    `<ns>-high`. The cluster-wide ones are deleted afterwards."""
+    flavor, cq = f"{namespace}-gpu", namespace
+    cluster_wide = [
+        (
+            "resourceflavors",
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": flavor},
+                "spec": {"nodeLabels": {"type": "kwok"}, "tolerations": [TOLERATION]},
+            },
+        ),
+        (
+            "clusterqueues",
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": cq},
+                "spec": {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": namespace}
+                    },
+                    "preemption": {"withinClusterQueue": "LowerPriority"},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory", GPU],
+                            "flavors": [
+                                {
+                                    "name": flavor,
+                                    "resources": [
+                                        {"name": "cpu", "nominalQuota": "64"},
+                                        {"name": "memory", "nominalQuota": "512Gi"},
+                                        {"name": GPU, "nominalQuota": "16"},
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+        ),
+        *(
+            (
+                "workloadpriorityclasses",
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": f"{namespace}-{name}"},
+                    "value": value,
+                },
+            )
+            for name, value in (("low", 10), ("high", 1000))
+        ),
+    ]
+    try:
+        for plural, doc in cluster_wide:
+            _create(kube, f"{KUEUE}/{plural}", doc)
+        local = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team", "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        }
+        _create(kube, f"{KUEUE}/namespaces/{namespace}/localqueues", local)
+        yield "team"
+    finally:
+        for plural, doc in reversed(cluster_wide):
+            _delete(kube, f"{KUEUE}/{plural}/{doc['metadata']['name']}")
+
+
+@pytest.fixture
+def operator(cluster: Any, kube: Kube, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "operator.log")
+    op.wait_ready()
+    try:
+        yield op
+    finally:
+        op.stop()
+
+
+def _job(name: str, queue: str | None, seconds: float | None = 3, **labels: str) -> Any:
+    spec = replica("worker", 2, exit_code=None if seconds is None else 0, seconds=seconds or 1)
+    spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: 8}}
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
+    if queue is not None:
+        meta["labels"][QUEUE_LABEL] = queue
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": meta,
+        "spec": {"replicaSpecs": [spec]},
+    }
+
+
+def _owner(obj: Any) -> str:
+    return str(obj["metadata"]["labels"]["tensorstack.dev/owner-name"])
+
+
+def _workloads(kube: Kube) -> dict[str, Any]:
+    items = kube.http.request("GET", f"{KUEUE}/namespaces/{kube.ns}/workloads")["items"]
+    return {w["metadata"]["name"]: w for w in items}
+
+
+def _condition(obj: Any, type_: str) -> Any:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == type_:
+            return c
+    return None
+
+
+def _live_pods(pods: list[Any]) -> dict[str, set[str]]:
+    """The jobs that have pods holding their GPUs (not ended, not being deleted), and those."""
+    out: dict[str, set[str]] = {}
+    for pod in pods:
+        if not pod["metadata"].get("deletionTimestamp") and phase(pod) in (
+            "",
+            "Pending",
+            "Running",
+        ):
+            out.setdefault(_owner(pod), set()).add(pod["metadata"]["name"])
+    return out
+
+
+def _running(kube: Kube, job: str) -> dict[str, Any]:
+    """The job's 2 pods once both run (those of other jobs may be there, ended)."""
+
+    def both() -> dict[str, Any] | None:
+        pods = {n: p for n, p in kube.pods().items() if _owner(p) == job}
+        ok = len(pods) == 2 and all(
+            phase(p) == "Running" and not p["metadata"].get("deletionTimestamp")
+            for p in pods.values()
+        )
+        return pods if ok else None
+
+    def said() -> str:
+        workload = _workloads(kube).get(f"genericjob-{job}", {})
+        pods = {
+            n: (phase(p), p["metadata"].get("deletionTimestamp")) for n, p in kube.pods().items()
+        }
+        return (
+            f"the pods of {job} running; pods {pods}; job"
+            f" {kube.status({**_job(job, None), 'kind': 'GenericJob'})};"
+            f" Workload {workload.get('status')}"
+        )
+
+    return waiting.until(both, 120, interval=0.25, what=said, retry=(ApiError, OSError))
+
+
+def _states(recorder: Recorder) -> list[list[Any]]:
+    """The namespace's pods after each change the watch saw, in order."""
+    pods: dict[str, Any] = {}
+    out: list[list[Any]] = []
+    for kind, pod in recorder.snapshot():
+        if kind == "DELETED":
+            pods.pop(pod["metadata"]["name"], None)
+        else:
+            pods[pod["metadata"]["name"]] = pod
+        out.append(list(pods.values()))
+    return out
+
+
+@pytest.mark.usefixtures("operator")
+def test_three_jobs_of_the_whole_quota_run_one_at_a_time(
+    cluster: Any, kube: Kube, queue: str, namespace: str
+) -> None:
+    jobs = [_job(f"job-{i}", queue) for i in range(3)]
+    with kube.record_pods() as recorder:
+        for job in jobs:
+            kube.create(job)
+        # One is admitted and runs; the other two wait with no pod, and say where and why.
+        until(lambda: len(_live_pods(list(kube.pods().values()))) == 1, "one job's pods")
+        waiting = until(
+            lambda: (
+                [j for j in jobs if (s := kube.status(j)).get("phase") == "Queued" and s["reason"]]
+                or None
+            ),
+            "a job Queued",
+        )
+        status = kube.status(waiting[0])
+        admitted = next(c for c in status["conditions"] if c["type"] == "Admitted")
+        assert admitted["status"] == "False" and admitted["reason"] == "Queued"
+        assert admitted["message"].startswith(f"waiting in LocalQueue {queue}"), admitted
+        row = cluster.kubectl(
+            "-n", namespace, "get", "genericjob", waiting[0]["metadata"]["name"], "--no-headers"
+        ).stdout.split()
+        assert row[1] == "Queued" and "Queued" in row[2:], row
+        described = cluster.kubectl(
+            "-n", namespace, "get", "genericjob", waiting[0]["metadata"]["name"], "-o", "yaml"
+        ).stdout
+        assert f"waiting in LocalQueue {queue}" in described
+        for job in jobs:
+            kube.wait_phase(job, "Succeeded", timeout=180)
+    # At no moment did pods of two jobs exist: the quota is the whole 16 GPUs.
+    for pods in _states(recorder):
+        assert len(_live_pods(pods)) <= 1, sorted(_live_pods(pods))
+    created = recorder.created()
+    assert len(created) == 6, [p["metadata"]["name"] for p in created]
+    # Admitted pods carry the flavor's node labels and toleration, and join their gang.
+    for pod in created:
+        assert pod["spec"]["nodeSelector"]["type"] == "kwok"
+        assert TOLERATION in pod["spec"]["tolerations"]
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": _owner(pod)}
+    # Each Workload is declared Finished (the reconcile after the job's last status write).
+    workloads = until(
+        lambda: (
+            (w := _workloads(kube))
+            and all((_condition(o, "Finished") or {}).get("status") == "True" for o in w.values())
+            and w
+        ),
+        "every Workload Finished",
+    )
+    assert sorted(workloads) == [f"genericjob-job-{i}" for i in range(3)]
+    for workload in workloads.values():
+        assert _condition(workload, "Finished")["reason"] == "Succeeded"
+        assert workload["spec"]["queueName"] == queue
+        assert workload["spec"]["podSets"][0]["count"] == 2
+        assert workload["metadata"]["ownerReferences"][0]["controller"] is True
+
+
+@pytest.mark.usefixtures("operator")
+def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
+    kube: Kube, queue: str, namespace: str
+) -> None:
+    low = _job("low", queue, seconds=None, **{PRIORITY_LABEL: f"{namespace}-low"})
+    high = _job("high", queue, seconds=3, **{PRIORITY_LABEL: f"{namespace}-high"})
+    kube.create(low)
+    first = _running(kube, "low")
+    with kube.record_job(low) as phases, kube.record_pods() as recorder:
+        kube.create(high)
+        # The low job loses its pods and waits again, saying why; the high one runs.
+        status = until(
+            lambda: ((s := kube.status(low)).get("reason") == "Preempted" and s) or None,
+            "low preempted",
+        )
+        assert status["phase"] == "Queued"
+        kube.wait_phase(high, "Succeeded", timeout=120)
+        # Readmitted, it runs again, and ends.
+        pods = _running(kube, "low")
+        assert {p["metadata"]["uid"] for p in pods.values()}.isdisjoint(
+            p["metadata"]["uid"] for p in first.values()
+        )
+        for name in pods:
+            kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "1"})
+        status = kube.wait_phase(low, "Succeeded", timeout=120)
+    seen = phases.phases()
+    assert "Queued" in seen[1:] and seen[-1] == "Succeeded", seen
+    # An eviction is no failure: no restart counted, no backoff spent.
+    assert [t["restartCount"] for t in status["tasks"]] == [0]
+    assert all(r["restartCount"] == 0 for t in status["tasks"] for r in t["replicas"])
+    assert status.get("backoffCount", 0) == 0
+    assert not [c for c in status["conditions"] if c["type"] == "Failed"]
+    reasons = [e["reason"] for e in kube.events(low)]
+    assert "Preempted" in reasons and "Restarting" not in reasons, reasons
+    # The high job's pods never ran beside the low job's.
+    for pods_now in _states(recorder):
+        assert len(_live_pods(pods_now)) <= 1, sorted(_live_pods(pods_now))
+    workload = until(
+        lambda: (
+            (w := _workloads(kube)["genericjob-low"])
+            and (_condition(w, "Finished") or {}).get("status") == "True"
+            and w
+        ),
+        "the low job's Workload Finished",
+    )
+    assert workload["spec"]["priority"] == 10
+    assert workload["spec"]["priorityClassRef"]["name"] == f"{namespace}-low"
+
+
+@pytest.mark.usefixtures("operator", "queue")
+def test_a_job_in_a_queue_that_does_not_exist_says_so_and_leaves_nothing_when_deleted(
+    cluster: Any, kube: Kube, namespace: str
+) -> None:
+    job = _job("lost", "nowhere")
+    kube.create(job)
+    status = until(
+        lambda: ((s := kube.status(job)).get("reason") == "Inadmissible" and s) or None,
+        "the job saying its queue does not exist",
+    )
+    assert status["phase"] == "Queued"
+    admitted = next(c for c in status["conditions"] if c["type"] == "Admitted")
+    assert admitted["message"] == "LocalQueue nowhere: LocalQueue nowhere doesn't exist"
+    assert not kube.pods()
+    assert list(_workloads(kube)) == ["genericjob-lost"]
+    cluster.kubectl("-n", namespace, "delete", "genericjob", "lost", "--wait=true")
+    until(lambda: not _workloads(kube), "the Workload gone with its job")
+
+
+@pytest.mark.usefixtures("operator")
+def test_deleting_an_admitted_job_leaves_no_workload(
+    cluster: Any, kube: Kube, queue: str, namespace: str
+) -> None:
+    job = _job("running", queue, seconds=None)
+    kube.create(job)
+    _running(kube, "running")
+    assert _condition(_workloads(kube)["genericjob-running"], "Admitted")["status"] == "True"
+    cluster.kubectl("-n", namespace, "delete", "genericjob", "running", "--wait=true")
+    until(lambda: not _workloads(kube) and not kube.pods(), "the Workload and pods gone")
+
+
+@pytest.mark.usefixtures("operator", "queue")
+def test_t9k_scheduler_queue_and_priority_name_a_kueue_queue_where_the_t9k_scheduler_is_absent(
+    kube: Kube,
+) -> None:
+    job = _job("t9k", None)
+    job["spec"]["scheduler"] = {"t9kScheduler": {"queue": "team", "priority": 50}}
+    kube.create(job)
+    kube.wait_phase(job, "Succeeded", timeout=120)
+    workload = _workloads(kube)["genericjob-t9k"]
+    assert workload["spec"]["queueName"] == "team"
+    assert workload["spec"]["priority"] == 50
+    assert "priorityClassRef" not in workload["spec"]
+
+
+def test_sigkilled_operator_while_admitting_and_evicting_never_runs_a_pod_unadmitted(
+    cluster: Any, kube: Kube, queue: str, namespace: str, tmp_path: Path
+) -> None:
+    """The operator is SIGKILLed while jobs are admitted and while one is evicted, and started
+    again each time: no job ever has two Workloads, and no pod is created while its job's
+    Workload is not admitted (pods and Workloads are ordered by the resourceVersions of one
+    etcd)."""
+    wl_path = f"{KUEUE}/namespaces/{namespace}/workloads"
+    low = _job("low", queue, seconds=None, **{PRIORITY_LABEL: f"{namespace}-low"})
+    high = _job("high", queue, seconds=4, **{PRIORITY_LABEL: f"{namespace}-high"})
+    others = [_job(f"next-{i}", queue, seconds=2) for i in range(2)]
+    op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "op-0.log")
+    op.wait_ready()
+    with kube.record_pods() as pods, Recorder(kube.http, wl_path) as workloads:
+        try:
+            kube.create(low)
+            op.kill()  # while it admits the low job (the Workload just made, or not yet)
+            op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "op-1.log")
+            op.wait_ready()
+            _running(kube, "low")
+            kube.create(high)
+            until(
+                lambda: (
+                    _condition(_workloads(kube).get("genericjob-low", {}), "Evicted")
+                    and _condition(_workloads(kube)["genericjob-low"], "Evicted")["status"]
+                    == "True"
+                ),
+                "the low job's Workload evicted",
+            )
+            op.kill()  # while it evicts the low job: its pods deleted or not, quota held
+            for job in others:
+                kube.create(job)
+            op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "op-2.log")
+            op.wait_ready()
+            kube.wait_phase(high, "Succeeded", timeout=120)
+            _running(kube, "low")
+            op.kill()  # while the low job runs again, the others queued behind it
+            for name in ("low-worker-0", "low-worker-1"):
+                kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "1"})
+            op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "op-3.log")
+            op.wait_ready()
+            for job in [low, *others]:
+                kube.wait_phase(job, "Succeeded", timeout=180)
+        finally:
+            op.stop()
+    # One Workload per job, ever.
+    made = [w for kind, w in workloads.snapshot() if kind == "ADDED"]
+    assert sorted(w["metadata"]["name"] for w in made) == sorted(
+        f"genericjob-{j['metadata']['name']}" for j in [low, high, *others]
+    )
+    # No pod created while its job's Workload was not admitted, or evicted.
+    timeline = sorted(
+        [(int(o["metadata"]["resourceVersion"]), "workload", k, o) for k, o in workloads.snapshot()]
+        + [(int(o["metadata"]["resourceVersion"]), "pod", k, o) for k, o in pods.snapshot()]
+    )
+    state: dict[str, Any] = {}
+    for _, what, kind, obj in timeline:
+        if what == "workload":
+            state[obj["metadata"]["name"]] = None if kind == "DELETED" else obj
+            continue
+        if kind != "ADDED":
+            continue
+        owner = f"genericjob-{_owner(obj)}"
+        workload = state.get(owner)
+        assert workload is not None, f"pod {obj['metadata']['name']} created with no Workload"
+        admitted = _condition(workload, "Admitted")
+        evicted = _condition(workload, "Evicted")
+        assert admitted is not None and admitted["status"] == "True", (
+            f"pod {obj['metadata']['name']} created while {owner} was not admitted:"
+            f" {workload.get('status')}"
+        )
+        assert evicted is None or evicted["status"] != "True", (
+            f"pod {obj['metadata']['name']} created while {owner} was evicted"
+        )
+    assert len([p for k, p in pods.snapshot() if k == "ADDED"]) == 2 * (3 + len(others))

@@ -1,0 +1,422 @@
+"""Kueue's Workload protocol in the engine (`t9kjobs.planner.queueing`): a queued job has no pod
+until its Workload is admitted, gets its flavors when it is, loses its pods without a failure
+when evicted, gives the quota back, and declares its Workload finished."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from t9kjobs.loading import parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import dump
+from t9kjobs.objects import ANNOTATION_INCARNATION
+from t9kjobs.planner import Kueue, Observed, Plan, plan
+from t9kjobs.planner.queueing import pod_set_name, workload_name
+from t9kjobs.settings import Settings, configured
+from t9kjobs.testing.fixtures import apply_plan, installed_plugins, pod_in_phase
+from t9kjobs.vocabulary import Obj
+from tests.unit.conftest import NOW
+from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
+from tests.unit.plugins.scheduling.test_scheduling import _generic
+
+WL = ("Workload", "tinyjob-tiny")
+FLAVOR = {
+    "metadata": {"name": "gpu"},
+    "spec": {
+        "nodeLabels": {"pool": "a100"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    },
+}
+KUEUE = Kueue(
+    flavors={"gpu": FLAVOR},
+    workload_priorities={"high": 1000},
+    pod_priorities={"batch": 5},
+)
+
+
+def queued_job(queue: str = "team", replicas: int = 2, **labels: str) -> Obj:
+    doc = tiny_job(replicas=replicas, restart={"policy": "OnFailure", "limit": 3})
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": queue, **labels}
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": 8}
+    }
+    return doc
+
+
+class QueueSim:
+    """A job and its children stepped through plans, Kueue's objects beside them."""
+
+    def __init__(
+        self, manifest: Obj, kueue: Kueue | None = KUEUE, manager: PluginManager | None = None
+    ) -> None:
+        self.manifest = manifest
+        self.kueue = kueue
+        self.manager = manager or tiny_manager()
+        self.objects: dict[tuple[str, str], Obj] = {}
+        self.absent: frozenset[str] = frozenset()
+        self.conflicts: dict[tuple[str, str], str] = {}
+
+    def plan(self) -> Plan:
+        job = parse_job(copy.deepcopy(self.manifest), self.manager)
+        observed = Observed(dict(self.objects), self.absent, self.conflicts, self.kueue)
+        return plan(job, observed, NOW, self.manager.hooks_for(job.kind))
+
+    def step(self) -> Plan:
+        p = self.plan()
+        self.manifest["status"] = dump(p.status)
+        self.objects = apply_plan(self.objects, p)
+        return p
+
+    def pods(self) -> dict[str, Obj]:
+        return {name: o for (kind, name), o in self.objects.items() if kind == "Pod"}
+
+    def run_pods(self) -> None:
+        for (kind, name), obj in list(self.objects.items()):
+            if kind == "Pod":
+                self.objects[(kind, name)] = pod_in_phase(obj, "Running")
+
+    def kueue_says(self, *conditions: tuple[str, str, str, str], admitted: bool = False) -> None:
+        """Kueue writes the Workload's status: these conditions (type, status, reason,
+        message), and an admission to the `gpu` flavor when `admitted`."""
+        workload = copy.deepcopy(self.objects[WL])
+        status: Obj = {
+            "conditions": [
+                {"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions
+            ]
+        }
+        if admitted:
+            status["admission"] = {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": "worker", "count": 2, "flavors": {"nvidia.com/gpu": "gpu"}}
+                ],
+            }
+        workload["status"] = status
+        workload["metadata"]["resourceVersion"] = "7"
+        self.objects[WL] = workload
+
+    def admit(self) -> None:
+        self.kueue_says(
+            ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
+            ("Admitted", "True", "Admitted", "The workload is admitted"),
+            admitted=True,
+        )
+
+    def condition(self, type_: str) -> Any:
+        return next(
+            (c for c in self.manifest["status"].get("conditions", []) if c["type"] == type_), None
+        )
+
+
+def _pod_names(p: Plan) -> list[str]:
+    return [o["metadata"]["name"] for o in p.create if o["kind"] == "Pod"]
+
+
+def test_a_job_without_a_queue_is_not_kueues() -> None:
+    sim = QueueSim(tiny_job(replicas=2))
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    assert WL not in sim.objects and sim.condition("Admitted") is None
+
+
+def test_a_queued_job_makes_its_workload_and_no_pod() -> None:
+    sim = QueueSim(queued_job())
+    p = sim.step()
+    assert _pod_names(p) == []
+    workload = sim.objects[WL]
+    assert workload["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert workload["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
+    assert workload["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == "job-uid"
+    assert workload["spec"] == {
+        "queueName": "team",
+        "podSets": [
+            {
+                "name": "worker",
+                "count": 2,
+                "template": {
+                    "spec": {
+                        "initContainers": [{"name": "init"}],
+                        "containers": [
+                            {"name": "main", "resources": {"limits": {"nvidia.com/gpu": 8}}}
+                        ],
+                    }
+                },
+            }
+        ],
+    }
+    assert p.status.phase == "Queued" and p.status.reason == "Queued"
+    assert p.status.start_time is None
+    admitted = sim.condition("Admitted")
+    assert admitted["status"] == "False"
+    assert admitted["message"] == "waiting in LocalQueue team (Workload tinyjob-tiny)"
+    # Said once: the next plan, with nothing new, changes nothing.
+    again = sim.step()
+    assert not again.create and not again.delete and not again.status_changed
+
+
+def test_kueues_word_for_why_it_waits_is_the_jobs() -> None:
+    sim = QueueSim(queued_job("nowhere"))
+    sim.step()
+    sim.kueue_says(("QuotaReserved", "False", "Inadmissible", "LocalQueue nowhere doesn't exist"))
+    p = sim.step()
+    assert p.status.reason == "Inadmissible"
+    assert sim.condition("Admitted")["message"] == (
+        "LocalQueue nowhere: LocalQueue nowhere doesn't exist"
+    )
+    sim.kueue_says(("QuotaReserved", "False", "Pending", "insufficient quota, 16 more needed"))
+    p = sim.step()
+    assert p.status.reason == "Queued" and not _pod_names(p)
+    assert sim.condition("Admitted")["message"] == (
+        "waiting in LocalQueue nowhere: insufficient quota, 16 more needed"
+    )
+
+
+def test_admitted_its_pods_run_with_their_flavors_node_labels_and_tolerations() -> None:
+    sim = QueueSim(queued_job())
+    sim.step()
+    sim.admit()
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    for pod in sim.pods().values():
+        assert pod["spec"]["nodeSelector"] == {"pool": "a100"}
+        assert pod["spec"]["tolerations"] == FLAVOR["spec"]["tolerations"]
+    assert p.status.phase == "Pending" and p.status.reason is None
+    assert sim.condition("Admitted")["status"] == "True"
+    assert "ClusterQueue cq" in sim.condition("Admitted")["message"]
+    # Its Workload is as it wants it: left alone.
+    assert not [o for o in (*p.create, *p.update) if o["kind"] == "Workload"]
+
+
+def test_admitted_with_a_flavor_not_known_yet_it_waits_and_looks_again() -> None:
+    sim = QueueSim(queued_job(), kueue=Kueue())
+    sim.step()
+    sim.admit()
+    p = sim.step()
+    assert not _pod_names(p) and p.requeue_after == 1.0
+    assert "ResourceFlavor gpu is not known" in sim.condition("Admitted")["message"]
+
+
+def test_evicted_its_pods_go_without_a_failure_and_the_quota_is_given_back() -> None:
+    sim = QueueSim(queued_job())
+    sim.step()
+    sim.admit()
+    sim.step()
+    sim.run_pods()
+    # A restart before the eviction: its count must survive it.
+    sim.objects[("Pod", "tiny-worker-1")] = pod_in_phase(sim.pods()["tiny-worker-1"], "Failed", 1)
+    sim.step()
+    sim.step()
+    sim.run_pods()
+    sim.step()
+    restarts = {
+        r["name"]: r["restartCount"] for r in sim.manifest["status"]["tasks"][0]["replicas"]
+    }
+    assert restarts == {"tiny-worker-0": 0, "tiny-worker-1": 1}
+    preempted = "Preempted to accommodate a workload"
+    sim.kueue_says(
+        ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
+        ("Admitted", "True", "Admitted", "The workload is admitted"),
+        ("Evicted", "True", "Preempted", preempted),
+        admitted=True,
+    )
+    p = sim.step()
+    assert sorted(d.name for d in p.delete) == ["tiny-worker-0", "tiny-worker-1"]
+    assert not p.patch_status  # the quota is held until the pods are gone
+    assert p.status.phase == "Queued" and p.status.reason == "Preempted"
+    assert p.status.start_time is None
+    assert [e.reason for e in p.events] == ["Preempted"]
+    assert "deleted 2 pod(s)" in p.events[0].message
+    assert not [c for c in p.status.conditions if c.type == "Failed"]
+    # Pods gone: the reservation is cleared as jobframework does.
+    p = sim.step()
+    assert not p.delete and not _pod_names(p)
+    (patch,) = p.patch_status
+    assert patch["metadata"] == {"name": "tinyjob-tiny", "resourceVersion": "7"}
+    assert patch["status"]["admission"] is None
+    by_type = {c["type"]: c for c in patch["status"]["conditions"]}
+    assert by_type["QuotaReserved"]["status"] == "False"
+    assert by_type["QuotaReserved"]["reason"] == "Pending"
+    assert by_type["Admitted"]["status"] == "False"
+    assert by_type["Requeued"]["status"] == "True" and by_type["Requeued"]["reason"] == "Preempted"
+    assert by_type["Evicted"]["status"] == "True"  # Kueue's, left as it is
+    # Readmitted: the same replicas come back, their restarts as they were, no backoff spent.
+    sim.admit()
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    incarnations = {
+        o["metadata"]["name"]: o["metadata"]["annotations"][ANNOTATION_INCARNATION]
+        for o in p.create
+        if o["kind"] == "Pod"
+    }
+    assert incarnations == {"tiny-worker-0": "0", "tiny-worker-1": "1"}
+    assert p.status.backoff_count == 1
+    assert p.status.start_time == "2026-01-01T12:00:00Z"
+
+
+def test_a_deactivated_workload_is_not_marked_requeued() -> None:
+    sim = QueueSim(queued_job())
+    sim.step()
+    sim.kueue_says(
+        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
+        ("Evicted", "True", "InactiveWorkload", "The workload is deactivated"),
+        admitted=True,
+    )
+    p = sim.step()
+    (patch,) = p.patch_status
+    by_type = {c["type"]: c for c in patch["status"]["conditions"]}
+    assert by_type["Requeued"]["status"] == "False"
+    assert p.status.reason == "InactiveWorkload"
+
+
+def test_a_finished_job_declares_its_workload_finished_once() -> None:
+    sim = QueueSim(queued_job(replicas=1))
+    sim.step()
+    sim.kueue_says(
+        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
+        ("Admitted", "True", "Admitted", "admitted"),
+        admitted=True,
+    )
+    sim.step()
+    sim.objects[("Pod", "tiny-worker-0")] = pod_in_phase(sim.pods()["tiny-worker-0"], "Succeeded")
+    p = sim.step()
+    assert p.status.phase == "Succeeded"
+    (patch,) = p.patch_status
+    finished = [c for c in patch["status"]["conditions"] if c["type"] == "Finished"]
+    assert finished[0]["status"] == "True" and finished[0]["reason"] == "Succeeded"
+    assert len(patch["status"]["conditions"]) == 3  # Kueue's two kept
+    assert not sim.step().patch_status
+
+
+def test_a_paused_job_gives_up_its_place_and_queues_anew_on_resume() -> None:
+    sim = QueueSim(queued_job())
+    sim.step()
+    sim.admit()
+    sim.step()
+    sim.manifest["spec"]["runMode"] = {"pause": {"enabled": True}}
+    p = sim.step()
+    assert ("Workload", "tinyjob-tiny") in {(d.kind, d.name) for d in p.delete}
+    assert p.status.phase == "Paused"
+    sim.manifest["spec"]["runMode"] = {"pause": {"enabled": False}}
+    p = sim.step()
+    assert [o["kind"] for o in p.create] == ["Workload"] and p.status.phase == "Queued"
+
+
+def test_pods_that_changed_make_the_workload_again() -> None:
+    sim = QueueSim(queued_job())
+    sim.step()
+    sim.admit()
+    sim.step()
+    sim.manifest["spec"]["replicaSpecs"][0]["replicas"] = 3
+    p = sim.step()
+    deleted = sorted((d.kind, d.name) for d in p.delete)
+    assert deleted == [("Pod", "tiny-worker-0"), ("Pod", "tiny-worker-1"), WL]
+    assert p.status.phase == "Queued"
+    p = sim.step()
+    (made,) = [o for o in p.create if o["kind"] == "Workload"]
+    assert made["spec"]["podSets"][0]["count"] == 3
+
+
+def test_priority_from_a_workload_priority_class_or_the_pods_priority_class() -> None:
+    sim = QueueSim(queued_job(**{"kueue.x-k8s.io/priority-class": "high"}))
+    sim.step()
+    spec = sim.objects[WL]["spec"]
+    assert spec["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "high",
+    }
+    assert spec["priority"] == 1000
+    doc = queued_job()
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["priorityClassName"] = "batch"
+    sim = QueueSim(doc)
+    sim.step()
+    spec = sim.objects[WL]["spec"]
+    assert spec["priorityClassRef"]["kind"] == "PriorityClass" and spec["priority"] == 5
+
+
+def test_a_missing_priority_class_is_said_and_looked_for_again() -> None:
+    sim = QueueSim(queued_job(**{"kueue.x-k8s.io/priority-class": "urgent"}))
+    p = sim.step()
+    assert not p.create and p.requeue_after == 10.0
+    assert p.status.reason == "Inadmissible"
+    assert sim.condition("Admitted")["message"] == (
+        "WorkloadPriorityClass urgent (label kueue.x-k8s.io/priority-class) does not exist"
+    )
+
+
+def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_is_absent() -> None:
+    doc = tiny_job(replicas=1)
+    doc["spec"]["scheduler"] = {"t9kScheduler": {"queue": "team-a", "priority": 7}}
+    manager = installed_plugins()
+    generic = _generic(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
+    kueue = Kueue(t9k_queues=True)
+    with configured(Settings(gang_scheduling="auto")):
+        sim = QueueSim(generic, kueue=kueue, manager=manager)
+        sim.absent = frozenset({"PodGroup"})
+        sim.step()
+        spec = sim.objects[("Workload", "genericjob-generic-ddp")]["spec"]
+        assert spec["queueName"] == "team-a" and spec["priority"] == 7
+        # Where the T9k scheduler takes the queue, Kueue does not.
+        sim = QueueSim(_generic(scheduler=generic["spec"]["scheduler"]), manager=manager)
+        sim.step()
+        assert ("Workload", "genericjob-generic-ddp") not in sim.objects
+
+
+def test_an_admitted_job_is_still_placed_as_a_gang() -> None:
+    doc = _generic()
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    with configured(Settings(gang_scheduling="native")):
+        sim = QueueSim(doc, manager=installed_plugins())
+        p = sim.step()
+        assert [o["kind"] for o in p.create] == ["Workload"]  # no PodGroup while it waits
+        workload = sim.objects[("Workload", "genericjob-generic-ddp")]
+        assert "schedulingGroup" not in str(workload["spec"])
+        sets = {s["name"]: s["count"] for s in workload["spec"]["podSets"]}
+        status: Obj = {
+            "conditions": [{"type": "Admitted", "status": "True", "reason": "Admitted"}],
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": n, "count": c, "flavors": {"cpu": "gpu"}} for n, c in sets.items()
+                ],
+            },
+        }
+        sim.objects[("Workload", "genericjob-generic-ddp")] = {**workload, "status": status}
+        p = sim.step()
+        kinds = [o["kind"] for o in p.create]
+        assert "PodGroup" in kinds and kinds.index("PodGroup") < kinds.index("Pod")
+        for pod in (o for o in p.create if o["kind"] == "Pod"):
+            assert pod["spec"]["schedulingGroup"] == {"podGroupName": "generic-ddp"}
+            assert pod["spec"]["nodeSelector"]["pool"] == "a100"
+
+
+def test_where_kueue_is_not_served_the_job_runs_and_says_so() -> None:
+    sim = QueueSim(queued_job(), kueue=None)
+    sim.absent = frozenset({"Workload"})
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    degraded = sim.condition("Degraded")
+    assert degraded["reason"] == "DependencyMissing" and "Workload" in degraded["message"]
+
+
+def test_with_kueue_off_the_label_is_ignored() -> None:
+    sim = QueueSim(queued_job(), kueue=None)
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    assert WL not in sim.objects and sim.condition("Degraded") is None
+
+
+def test_a_workload_name_held_by_another_is_said() -> None:
+    sim = QueueSim(queued_job())
+    sim.conflicts = {WL: "a Workload of nobody"}
+    p = sim.step()
+    assert not p.create and p.status.reason == "NameConflict"
+    assert "a Workload of nobody" in sim.condition("Admitted")["message"]
+
+
+def test_names() -> None:
+    assert pod_set_name("Worker_Big") == "worker-big"
+    assert pod_set_name("__") == "pods"
+    job = parse_job(queued_job(), tiny_manager())
+    assert workload_name(job) == "tinyjob-tiny"
