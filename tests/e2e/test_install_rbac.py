@@ -7,7 +7,9 @@ root filesystem and no privilege escalation (a private mount namespace), and t9k
 installed the Dockerfile's way (its build context, a fresh virtualenv, `pip install .`).
 
 * Enough: a job of each kind completes, children follow spec changes (updates and deletions
-  of Services, PodGroups, TensorBoards, hostfiles), and the API server refused nothing.
+  of Services, PodGroups, TensorBoards, hostfiles, a queued job's Workload made again when its
+  pods change), and the API server refused nothing. The chart runs with `kueue.enabled`:
+  the GenericJob waits in a Kueue queue (the cluster runs Kueue, docs/cluster.md).
 * No more: the API server's audit log (`T9KJOBS_AUDIT=1`, docs/cluster.md) lists every
   request of the ServiceAccount; each verb the ClusterRole and the Role grant was used, but
   for the few listed in NOT_EXERCISED with the reason no run here can show them.
@@ -162,7 +164,8 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         " (make cluster-down) and let the tests start it, or start it with T9KJOBS_AUDIT=1"
     )
     namespace = create_namespace(cluster, "t9k-system")
-    objects = render_chart(install_tool("helm"), CLUSTER_WIDE, namespace=namespace)
+    values = {**CLUSTER_WIDE, "kueue": {"enabled": True}}
+    objects = render_chart(install_tool("helm"), values, namespace=namespace)
     created_crds: list[str] = []
     try:
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
@@ -192,6 +195,52 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         # gang-scheduled pods would wait for a T9k scheduler that does not run here).
         for name in created_crds:
             cluster.kubectl("delete", "crd", name, "--timeout=90s", check=False)
+
+
+KUEUE_QUEUE = "e2e-install"
+KUEUE_OBJECTS = f"""
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {KUEUE_QUEUE}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {KUEUE_QUEUE}}}
+spec:
+  namespaceSelector: {{matchExpressions: [{{key: kubernetes.io/metadata.name, operator: In,
+    values: [{{namespaces}}]}}]}}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: {KUEUE_QUEUE}
+      resources:
+      - {{name: cpu, nominalQuota: "1000"}}
+      - {{name: memory, nominalQuota: 10Ti}}
+      - {{name: nvidia.com/gpu, nominalQuota: "1000"}}
+"""
+
+
+@pytest.fixture(scope="module")
+def kueue_namespaces(cluster: Any) -> Iterator[list[str]]:
+    """Two namespaces whose LocalQueue `main` feeds a ClusterQueue with room for every job."""
+    namespaces = [create_namespace(cluster, "e2e-install"), create_namespace(cluster, "e2e-ic")]
+    cluster.kubectl(
+        "apply", "-f", "-", input=KUEUE_OBJECTS.replace("{namespaces}", ", ".join(namespaces))
+    )
+    for ns in namespaces:
+        local = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "main", "namespace": ns},
+            "spec": {"clusterQueue": KUEUE_QUEUE},
+        }
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(local))
+    try:
+        yield namespaces
+    finally:
+        for ns in namespaces:
+            cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        cluster.kubectl("delete", "-f", "-", input=KUEUE_OBJECTS, check=False)
 
 
 def stand_in_crd(group: str, kind: str, plural: str) -> Obj:
@@ -288,15 +337,20 @@ def phase(cluster: Any, doc: Obj) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def completed_jobs(cluster: Any, pod_operator: PodOperator) -> dict[str, str | None]:
-    """One example of each kind, its pods running 2 s; the phase each ends in."""
-    namespace = create_namespace(cluster, "e2e-install")
+def completed_jobs(
+    cluster: Any, pod_operator: PodOperator, kueue_namespaces: list[str]
+) -> dict[str, str | None]:
+    """One example of each kind, its pods running 2 s (the GenericJob's once Kueue admitted
+    it); the phase each ends in."""
+    namespace = kueue_namespaces[0]
     jobs = []
     for path in EXAMPLES:
         doc = without_claims(yaml.safe_load((REPO / path).read_text()))
         doc["metadata"]["namespace"] = namespace
         # No T9k scheduler runs here to bind gang-scheduled pods (the PodGroup CRD is a stand-in).
         doc["spec"].pop("scheduler", None)
+        if doc["kind"] == "GenericJob":
+            doc["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "main"
         jobs.append(simulate(doc, exit_code=0, seconds=2))
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(jobs))
 
@@ -306,13 +360,20 @@ def completed_jobs(cluster: Any, pod_operator: PodOperator) -> dict[str, str | N
         phases.update({d["kind"]: phase(cluster, d) for d in jobs})
         return all(p in ("Succeeded", "Failed") for p in phases.values())
 
+    def workload_finished() -> bool:
+        workload = kubectl_json(cluster, "get", "workloads.kueue.x-k8s.io", "-n", namespace)
+        return any(
+            c["type"] == "Finished" and c["status"] == "True"
+            for w in workload.get("items") or []
+            for c in (w.get("status") or {}).get("conditions") or []
+        )
+
     try:
         cluster.poll(finished, timeout=240, interval=1, message="every job finished")
+        cluster.poll(workload_finished, timeout=60, interval=1, message="its Workload Finished")
         return phases
     except AssertionError as exc:
         raise AssertionError(f"{exc}: {phases}\n{pod_operator.log_tail()}") from exc
-    finally:
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
 CHANGING_JOBS = """
@@ -344,13 +405,22 @@ spec:
   elastic: {enabled: true, minReplicas: 1, maxReplicas: 3, expectedReplicas: 2}
   config: {slotsPerWorker: 1, run: {python: [train.py]}}
   worker: {template: {spec: {containers: [{name: worker, image: deepspeed}]}}}
+---
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata: {name: qj, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  replicaSpecs:
+  - type: worker
+    replicas: 1
+    template: {spec: {containers: [{name: worker, image: busybox, command: [sleep, inf]}]}}
 """
 
 
 @pytest.fixture(scope="module")
-def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
+def spec_changes(cluster: Any, pod_operator: PodOperator, kueue_namespaces: list[str]) -> list[str]:
     """Jobs whose specs change while they run; the steps their children followed."""
-    ns = create_namespace(cluster, "e2e-install-changes")
+    ns = kueue_namespaces[1]
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=CHANGING_JOBS)
 
     def get(*args: str) -> Obj | None:
@@ -379,6 +449,7 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
                     and get("podgroups.scheduler.tensorstack.dev", "gj")
                     and get("tensorboard", "pt")
                     and hostfile_lines() == 2
+                    and get("pod", "qj-worker-0")
                 ),
             )
         )
@@ -386,6 +457,10 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
         patch("genericjob", "gj", {"scheduler": {"t9kScheduler": {"priority": 1}}})
         patch("pytorchtrainingjob", "pt", {"tensorboardSpec": {"logDir": "/logs/b"}})
         patch("deepspeedjob", "ds", {"elastic": {"expectedReplicas": 1}})
+        qj = get("genericjob", "qj") or {}
+        specs = qj["spec"]["replicaSpecs"]
+        specs[0]["replicas"] = 2  # its Workload is made again, with 2 pods
+        patch("genericjob", "qj", {"replicaSpecs": specs})
         steps.append(
             wait(
                 "children updated",
@@ -401,6 +476,12 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
                     == 1
                     and (get("tensorboard", "pt") or {}).get("spec", {}).get("logDir") == "/logs/b"
                     and hostfile_lines() == 1
+                    and get("pod", "qj-worker-1")
+                    and (get("workloads.kueue.x-k8s.io", "genericjob-qj") or {})
+                    .get("spec", {})
+                    .get("podSets", [{}])[0]
+                    .get("count")
+                    == 2
                 ),
             )
         )
@@ -418,7 +499,7 @@ def spec_changes(cluster: Any, pod_operator: PodOperator) -> list[str]:
         )
         return steps
     finally:
-        cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        cluster.kubectl("delete", "t9k", "--all", "-n", ns, "--wait=false", check=False)
 
 
 def audit_events(cluster: Any, username: str) -> list[Obj]:
@@ -469,6 +550,7 @@ def test_the_api_server_refused_nothing_and_discovery_needs_no_rule(
         "/apis/batch.tensorstack.dev/v1beta1",
         "/apis/scheduler.tensorstack.dev/v1beta1",
         "/apis/tensorstack.dev/v1beta1",
+        "/apis/kueue.x-k8s.io/v1beta2",
     }
     assert {decision(e) for e in discovery} == {"allow"}
 

@@ -356,3 +356,32 @@ def test_the_chart_refuses_to_install_until_told_what_to_serve(helm: Path) -> No
     scoped = render_chart(helm, {"watchNamespaces": ["team-a"]})
     assert {o["kind"] for o in scoped} >= {"Deployment", "RoleBinding"}
     assert not [o for o in scoped if o["kind"] == "ClusterRoleBinding"]
+
+
+def _kueue_rights(objects: list[Obj]) -> dict[tuple[str, str], set[str]]:
+    """The ClusterRole's verbs on Kueue's resources and on PriorityClasses."""
+    return {
+        (group, resource): set(rule["verbs"])
+        for rule in one(objects, "ClusterRole")["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        if group == "kueue.x-k8s.io" or resource == "priorityclasses"
+    }
+
+
+def test_kueue_rights_only_when_kueue_is_enabled(render: Callable[..., list[Obj]]) -> None:
+    """Off by default: `--kueue=off`, and no right on anything of Kueue's. Enabled: `--kueue=auto`
+    and exactly what `t9kjobs.planner.queueing` does (Workloads created, replaced and their
+    status patched; flavors and priority classes read)."""
+    objects = render({})
+    assert operator_args(objects).kueue == "off"
+    assert _kueue_rights(objects) == {}
+    objects = render({"kueue": {"enabled": True}})
+    assert operator_args(objects).kueue == "auto"
+    assert _kueue_rights(objects) == {
+        ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "delete"},
+        ("kueue.x-k8s.io", "workloads/status"): {"patch"},
+        ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
+        ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
+        ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    }
