@@ -105,8 +105,8 @@ def _render_conditions(facts: dict[str, Any], now: datetime) -> list[str]:
 
 
 # Conditions whose message says what is wrong when they are False, not True: a gang that
-# cannot be placed (docs/scheduling.md).
-_SAID_FALSE = {("Scheduled", "False")}
+# cannot be placed, a job that waits in a Kueue queue (docs/scheduling.md).
+_SAID_FALSE = {("Scheduled", "False"), ("Admitted", "False")}
 
 
 def _render_replicas(facts: dict[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.cli.version import version_text
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
-from t9kjobs.models import Job
+from t9kjobs.models import API_GROUP, API_VERSION, Job
 from t9kjobs.render import render_job
 
 __all__ = ["kubectl_plugin", "kubectl_plugin_completion", "main"]
@@ -76,6 +76,12 @@ def _checked(where: str, doc: dict[str, Any], manager: PluginManager) -> Job | N
 
 
 def _cmd_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
+    if args.kueue_frameworks:
+        # What Kueue's Configuration lists in integrations.externalFrameworks for our kinds
+        # (docs/install.md; hack/cluster/kueue/start.sh reads it).
+        version = API_VERSION.partition("/")[2]
+        print(",".join(f"{k}.{version}.{API_GROUP}" for k in sorted(manager.kinds)))
+        return 0
     rows = [("NAME", "DISTRIBUTION", "VERSION", "KINDS")]
     for p in manager.plugins():
         rows.append((p.name, p.distribution or "-", p.version or "-", ", ".join(p.kinds) or "-"))
@@ -166,6 +172,12 @@ def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("plugins", help="list the loaded plugins and the kinds they serve")
+    p.add_argument(
+        "--kueue-frameworks",
+        action="store_true",
+        help="print the kinds as Kueue's Configuration names external frameworks"
+        " (Kind.version.group, comma-separated; docs/install.md)",
+    )
     p.set_defaults(func=_cmd_plugins)
 
     add_operator_parser(sub)

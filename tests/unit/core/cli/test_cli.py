@@ -31,6 +31,15 @@ def test_plugins_lists_the_bundled_plugins_from_their_entry_points() -> None:
     assert "GenericJob" in rows["generic"] and "t9k-jobs" in rows["generic"]
 
 
+def test_plugins_names_the_kinds_as_kueues_external_frameworks() -> None:
+    out = run("plugins", "--kueue-frameworks")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().split(",") == [
+        f"{kind}.v1beta1.batch.tensorstack.dev"
+        for kind in ("ColossalAIJob", "DeepSpeedJob", "GenericJob", "PyTorchTrainingJob")
+    ]
+
+
 def test_render_yaml_and_json_agree() -> None:
     as_yaml = run("render", str(EXAMPLE))
     as_json = run("render", str(EXAMPLE), "-o", "json")

@@ -259,6 +259,22 @@ def test_describe_text_says_why_a_gang_waits() -> None:
     assert "creating pods" not in "\n".join(lines)  # a False condition says nothing else
 
 
+def test_describe_text_says_why_a_job_waits_in_its_queue() -> None:
+    why = "LocalQueue nowhere: LocalQueue nowhere doesn't exist"
+    conditions = [
+        {
+            "type": "Admitted",
+            "status": "False",
+            "reason": "Inadmissible",
+            "message": why,
+            "lastTransitionTime": "2026-01-01T11:57:55Z",
+        }
+    ]
+    lines = render(_facts(phase="Queued", conditions=conditions), NOW).splitlines()
+    admitted = lines.index("  Admitted       False   Inadmissible            2m5s")
+    assert lines[admitted + 1].strip() == why
+
+
 def test_version_lists_bundled_and_third_party_plugins(manager: PluginManager) -> None:
     text = version_text(manager).splitlines()
     assert text[0].startswith("t9kjobs 0.1.0 (python 3.")
