@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 
 from t9kjobs.models import Job, JobStatus
-from t9kjobs.objects import LABEL_REPLICA_TYPE, DesiredPod, owner_labels, owner_reference
+from t9kjobs.objects import DesiredPod, owner_labels, owner_reference
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.placement import placement_objects
 from t9kjobs.planner.situation import Changes
@@ -426,8 +426,7 @@ def _with_flavors(pods: Sequence[DesiredPod], workload: Obj, kueue: Kueue) -> st
         for a in (workload.get("status") or {}).get("admission", {}).get("podSetAssignments") or []
     }
     for pod in pods:
-        labels = pod.manifest["metadata"].get("labels") or {}
-        assigned = assignments.get(pod_set_name(labels.get(LABEL_REPLICA_TYPE, pod.replica_type)))
+        assigned = assignments.get(pod_set_name(pod.replica_type))
         names = sorted({str(f) for f in ((assigned or {}).get("flavors") or {}).values()})
         spec = pod.manifest["spec"]
         for name in names:

@@ -44,6 +44,7 @@ from t9kjobs.testing.kit.declared import (
 from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.gangs import jobs_are_gangs
 from t9kjobs.testing.kit.noio import HookIOError
+from t9kjobs.testing.kit.queues import jobs_wait_in_queues
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.validity import example_is_valid, invalid_example_is_rejected
 from t9kjobs.testing.kit.verdicts import (
@@ -123,6 +124,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("validate_checks_run_mode", validate_checks_run_mode),
     Contract("pods_follow_restart_policy", pods_follow_restart_policy),
     Contract("jobs_are_gangs", jobs_are_gangs),
+    Contract("jobs_wait_in_queues", jobs_wait_in_queues),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

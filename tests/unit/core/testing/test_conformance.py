@@ -156,6 +156,7 @@ ALL_CONTRACTS = {
             "validate_checks_run_mode",
             "pods_follow_restart_policy",
             "jobs_are_gangs",
+            "jobs_wait_in_queues",
         )
     ),
 }
