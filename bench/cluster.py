@@ -24,13 +24,15 @@ class ClusterError(RuntimeError):
 class Cluster:
     """The cluster of hack/cluster/up.sh at `directory`, with nodes that hold `pods_per_node`."""
 
-    def __init__(self, directory: Path, pods_per_node: int) -> None:
+    def __init__(self, directory: Path, pods_per_node: int, *, kueue: bool = False) -> None:
+        """`kueue`: Kueue runs beside the control plane (hack/cluster/kueue)."""
         self.dir = directory
         self.env = {
             **os.environ,
             "T9KJOBS_CLUSTER_DIR": str(directory),
             # Room for every pod of the workload at once: the scheduler counts pods per node.
             "T9KJOBS_NODE_PODS": str(pods_per_node),
+            "T9KJOBS_KUEUE": "1" if kueue else "0",
         }
         self.facts: dict[str, str] = {}
 
@@ -69,7 +71,8 @@ class Cluster:
     def pids(self) -> dict[str, int]:
         """Process ids of the control plane's components, by name."""
         pids = {}
-        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+        names = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+        for name in (*names, "kueue"):
             path = self.dir / "pids" / f"{name}.pid"
             if path.exists():
                 pids[name] = int(path.read_text().strip())

@@ -104,7 +104,11 @@ class OurOperator(OperatorUnderTest):
         # pods, one headless Service, status writes; a gang's PodGroup created and deleted
         # (kube-scheduler's gang scheduling, on by default where the cluster serves it).
         gang = 0 if "--gang-scheduling=none" in self.extra_args else 2
-        return replicas + 1 + 2 + gang
+        return replicas + 1 + 2 + gang + self.queued
+
+    # Set for a workload whose jobs wait in a Kueue queue: their Workload created, and
+    # declared Finished (t9kjobs.planner.queueing).
+    queued = 0
 
     def outcome(self, job: Obj) -> str | None:
         phase = (job.get("status") or {}).get("phase")

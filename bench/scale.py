@@ -2,11 +2,15 @@
 training operator (at its defaults, then with our client QPS), and the same pods created
 directly by a plain parallel client, each phase on a fresh local control plane.
 
-    python -m bench [--jobs 500] [--replicas 4] [--phases raw,ours,ours-no-gangs,to-default,to-qps]
+    python -m bench [--jobs 500] [--replicas 4]
+        [--phases raw,ours,ours-no-gangs,ours-kueue,to-default,to-qps]
 
 `ours` runs the operator as installed: every job a gang (kube-scheduler's PodGroup, which the
 benchmark's cluster serves like every local cluster); `ours-no-gangs` the same with
 `--gang-scheduling=none`, pods placed one by one: the cost of gangs is the difference.
+`ours-kueue` runs the same jobs through Kueue (hack/cluster/kueue): each labelled with a
+LocalQueue whose ClusterQueue has quota for every pod at once, so each waits only for its
+admission: the cost of queueing is its difference from `ours`.
 
 With `--arrival-rate R --arrival-seconds S` the jobs are not submitted at once but arrive as a
 Poisson process of R jobs a second for S seconds (R x S jobs): the steady-state latency.
@@ -45,7 +49,8 @@ from t9kjobs.vocabulary import Obj
 __all__ = ["main"]
 
 REPO = Path(__file__).resolve().parents[1]
-PHASES = ("raw", "ours", "ours-no-gangs", "to-default", "to-qps")
+PHASES = ("raw", "ours", "ours-no-gangs", "ours-kueue", "to-default", "to-qps")
+QUEUE = "bench"  # the LocalQueue of the ours-kueue phase
 NODES = 4  # hack/cluster's default number of fake nodes
 
 
@@ -108,7 +113,41 @@ class Phase:
         if self.operator is None:
             return post_items(raw_pods(self.names, a.replicas, a.run_seconds), "pods", "v1")
         jobs = [self.operator.job(n, a.replicas, a.run_seconds) for n in self.names]
+        if self.key == "ours-kueue":
+            for job in jobs:
+                job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": QUEUE}
         return post_items(jobs, self.operator.jobs.plural, self.operator.jobs.api_version)
+
+    def queue(self, cluster: Cluster) -> None:
+        """A LocalQueue in the workload's namespace, its ClusterQueue with quota for every pod
+        at once (Kueue counts pods: the workload's pods request nothing else)."""
+        cluster.kubectl(
+            "apply",
+            "-f",
+            "-",
+            stdin=f"""
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {QUEUE}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {QUEUE}}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [pods]
+    flavors:
+    - name: {QUEUE}
+      resources:
+      - {{name: pods, nominalQuota: {self.pods}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: {QUEUE}, namespace: {NAMESPACE}}}
+spec: {{clusterQueue: {QUEUE}}}
+""",
+        )
 
     def submit(self, cluster: Cluster, items: list[Obj]) -> list[Obj]:
         """POST every item, at once or as they arrive (`--arrival-rate`); their results."""
@@ -174,7 +213,7 @@ class Phase:
     def run(self) -> Obj:
         a = self.args
         pods_per_node = max(110, math.ceil(self.pods / NODES) + 10)
-        cluster = Cluster(a.cluster_dir, pods_per_node)
+        cluster = Cluster(a.cluster_dir, pods_per_node, kueue=self.key == "ours-kueue")
         log(f"{self.key}: starting a fresh cluster at {a.cluster_dir}")
         cluster.up()
         op = self.operator
@@ -183,6 +222,8 @@ class Phase:
         profiler: subprocess.Popen[bytes] | None = None
         try:
             cluster.create_namespace(NAMESPACE)
+            if self.key == "ours-kueue":
+                self.queue(cluster)
             items = self.items()
             if op is not None:
                 op.prepare(cluster)
@@ -367,10 +408,14 @@ def make_phase(key: str, args: argparse.Namespace, tools: Path) -> Phase:
     if key == "raw":
         title = f"raw client ({args.client_workers} parallel)"
         return Phase(key, args, tools, None, title)
-    if key in ("ours", "ours-no-gangs"):
+    if key in ("ours", "ours-no-gangs", "ours-kueue"):
         extra = [*args.ours_arg, *(["--gang-scheduling=none"] if key == "ours-no-gangs" else [])]
         title = "t9k-jobs (ours)" + "".join(f" {a}" for a in extra)
-        return Phase(key, args, tools, OurOperator(extra), title)
+        ours = OurOperator(extra)
+        if key == "ours-kueue":
+            title += " through Kueue"
+            ours.queued = 2
+        return Phase(key, args, tools, ours, title)
     if key == "to-default":
         return Phase(key, args, tools, KubeflowOperator(tools), "training operator (defaults)")
     qps = [f"--kube-api-qps={int(defaults.qps)}", f"--kube-api-burst={defaults.burst}"]
