@@ -12,6 +12,7 @@ of its own (observer.py), the cluster's final state and the API server's audit l
 | wrong verdicts | phase, reason or restart counts other than the script's |
 | orphans | children whose controller is no job of the namespace (or none), PodGroups included |
 | gangs astray | pods in another job's gang (`spec.schedulingGroup`), finished jobs' PodGroups not deleted |
+| queues astray | a queued job (one in three waits in a Kueue queue with room for all) whose Workload was created more than once, is missing, or is not Finished once the job is; a Workload of a job not queued |
 | verdicts without their Event | finished jobs with no Event of their phase (the replicas post routine Events too: Succeeded as well as Failed) |
 | writes after the Lease was lost | writes of a replica arriving outside its terms as leader |
 
@@ -55,6 +56,8 @@ JOBS = "/apis/batch.tensorstack.dev/v1beta1"
 FREEZE_SECONDS = 25  # longer than the Lease (15 s): the standby takes over meanwhile
 CHILDREN = ("pods", "services", "configmaps", "secrets")
 GANGS = "/apis/scheduling.k8s.io/v1alpha2"  # every job is a gang (--gang-scheduling auto)
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"  # one job in three waits in a queue (hack/cluster/kueue)
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _env(name: str, default: int) -> int:
@@ -102,10 +105,54 @@ class Chaos:
         self.observer = Observer(observer_http, namespace, PLURALS)
         self.replicas = Replicas(cluster.kubeconfig, namespace, out / "logs", self.http)
         self.jobs = workload(_env("CHAOS_JOBS", 27), namespace)
+        # One job in three waits in a Kueue queue whose ClusterQueue has room for every pod:
+        # admitted at once, it must be admitted once, and its Workload finished with it.
+        for job in self.jobs[1::3]:
+            job.manifest["metadata"].setdefault("labels", {})[QUEUE_LABEL] = "chaos"
         self.deleted: set[str] = set()
         self.faults: list[Fault] = []
 
     # -- the run -----------------------------------------------------------------------------
+
+    def queue(self) -> str:
+        """The LocalQueue `chaos` of the namespace, and its ClusterQueue (named after the
+        namespace; the caller deletes it): room for 10,000 pods."""
+        cq: Obj = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": self.namespace},
+            "spec": {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": self.namespace}
+                },
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["pods"],
+                        "flavors": [
+                            {
+                                "name": self.namespace,
+                                "resources": [{"name": "pods", "nominalQuota": 10000}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+        flavor = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": self.namespace},
+        }
+        local = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "chaos", "namespace": self.namespace},
+            "spec": {"clusterQueue": self.namespace},
+        }
+        self.http.request("POST", f"{KUEUE}/resourceflavors", body=flavor)
+        self.http.request("POST", f"{KUEUE}/clusterqueues", body=cq)
+        self.http.request("POST", f"{KUEUE}/namespaces/{self.namespace}/localqueues", body=local)
+        return self.namespace
 
     def run(self) -> None:
         self.observer.start()
@@ -249,12 +296,17 @@ class Chaos:
                 query={"labelSelector": LABEL_OWNER_KIND},
             )
             out += answer.get("items") or []
-        return out + self.gangs()
+        return out + self.gangs() + self.workloads()
 
     def gangs(self) -> list[Obj]:
         """The namespace's kube-scheduler PodGroups (the cluster serves them: hack/cluster)."""
         answer = self.http.request("GET", f"{GANGS}/namespaces/{self.namespace}/podgroups")
         return [{**g, "kind": "PodGroup"} for g in answer.get("items") or []]
+
+    def workloads(self) -> list[Obj]:
+        """The namespace's Kueue Workloads."""
+        answer = self.http.request("GET", f"{KUEUE}/namespaces/{self.namespace}/workloads")
+        return [{**w, "kind": "Workload"} for w in answer.get("items") or []]
 
     def events(self) -> list[Obj]:
         answer = self.http.request("GET", f"/api/v1/namespaces/{self.namespace}/events")
@@ -287,6 +339,7 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
         "wrong verdicts": [],
         "orphans": [],
         "gangs astray": [],
+        "queues astray": [],
         "verdicts without their Event": [],
         "writes after the Lease was lost": [
             f"{w.identity} {w.verb} {w.resource}/{w.name} ({w.code})" for w in audit.outside_terms()
@@ -335,6 +388,7 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
         if (job["metadata"]["uid"], phase) not in events:
             checks["verdicts without their Event"].append(f"{name}: no {phase} Event")
     checks["gangs astray"] = gangs_astray(jobs, children)
+    checks["queues astray"] = queues_astray(jobs, children, audit.creations("workloads"))
     uids = {j["metadata"]["uid"] for j in jobs}
     for child in children:
         if _controller_uid(child) not in uids:
@@ -364,6 +418,34 @@ def gangs_astray(jobs: list[Obj], children: list[Obj]) -> list[str]:
             group = (child["spec"].get("schedulingGroup") or {}).get("podGroupName")
             if group not in (None, name):
                 found.append(f"{meta['name']}: in gang {group!r}, not its job's ({name})")
+    return found
+
+
+def queues_astray(jobs: list[Obj], children: list[Obj], created: dict[str, int]) -> list[str]:
+    """A queued job has one Workload, created once (a duplicate would be a second admission),
+    Finished once the job is; a job not queued has none (t9kjobs.planner.queueing)."""
+    found: list[str] = []
+    workloads = {w["metadata"]["name"]: w for w in children if w.get("kind") == "Workload"}
+    for job in jobs:
+        name = job["metadata"]["name"]
+        workload = f"{job['kind'].lower()}-{name}"
+        queued = QUEUE_LABEL in (job["metadata"].get("labels") or {})
+        if not queued:
+            if workload in workloads or created.get(workload):
+                found.append(f"{name}: not queued, yet Workload {workload} was made")
+            continue
+        if created.get(workload, 0) != 1:
+            found.append(f"{name}: Workload {workload} created {created.get(workload, 0)} times")
+        if (job.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            continue  # stuck: counted there
+        held = workloads.get(workload)
+        finished = [
+            c
+            for c in ((held or {}).get("status") or {}).get("conditions") or []
+            if c["type"] == "Finished" and c["status"] == "True"
+        ]
+        if not finished:
+            found.append(f"{name}: finished, its Workload {workload} not Finished: {held}")
     return found
 
 
@@ -442,11 +524,15 @@ def test_no_fault_loses_or_doubles_anything(cluster: Cluster, out: Path) -> None
     with fresh_namespace(cluster, "chaos") as namespace:
         chaos = Chaos(cluster, namespace, out)
         try:
+            chaos.queue()
             chaos.run()
             jobs = chaos.finish()
         finally:
             chaos.replicas.stop()
             chaos.observer.stop()
+            for plural in ("clusterqueues", "resourceflavors"):
+                with contextlib.suppress(Exception):
+                    chaos.http.request("DELETE", f"{KUEUE}/{plural}/{namespace}")
         time.sleep(10)  # the garbage collector, for the children of deleted jobs
         audit = Audit(Path(audit_log), LEASE, namespace)
         checks = judge(chaos, jobs, audit)

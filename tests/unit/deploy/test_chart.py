@@ -359,10 +359,12 @@ def test_the_chart_refuses_to_install_until_told_what_to_serve(helm: Path) -> No
 
 
 def _kueue_rights(objects: list[Obj]) -> dict[tuple[str, str], set[str]]:
-    """The ClusterRole's verbs on Kueue's resources and on PriorityClasses."""
+    """The ClusterRoles' verbs on Kueue's resources and on PriorityClasses."""
     return {
         (group, resource): set(rule["verbs"])
-        for rule in one(objects, "ClusterRole")["rules"]
+        for role in objects
+        if role["kind"] == "ClusterRole"
+        for rule in role["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         if group == "kueue.x-k8s.io" or resource == "priorityclasses"
@@ -385,3 +387,30 @@ def test_kueue_rights_only_when_kueue_is_enabled(render: Callable[..., list[Obj]
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
         ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     }
+
+
+def test_kueues_cluster_wide_reads_are_bound_cluster_wide_when_some_namespaces_are_watched(
+    helm: Path,
+) -> None:
+    """ResourceFlavors and priority classes belong to no namespace: with `watchNamespaces` the
+    main ClusterRole is bound per namespace, but the reads of those must be bound cluster-wide,
+    or the operator's informers of them are refused and it never becomes ready."""
+    values = {"watchNamespaces": ["team-a"], "kueue": {"enabled": True}}
+    objects = render_chart(helm, values)
+    reader = next(
+        o
+        for o in objects
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("-kueue-reader")
+    )
+    cluster_scoped = {r for rule in reader["rules"] for r in rule["resources"]}
+    assert cluster_scoped == {"resourceflavors", "workloadpriorityclasses", "priorityclasses"}
+    bound = [
+        o
+        for o in objects
+        if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"] == reader["metadata"]["name"]
+    ]
+    assert len(bound) == 1 and bound[0]["subjects"][0]["kind"] == "ServiceAccount"
+    # The rest stays namespaced: no ClusterRoleBinding of the main ClusterRole.
+    assert [o["roleRef"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"] == [
+        reader["metadata"]["name"]
+    ]
