@@ -53,10 +53,15 @@ class Cache:
             }
 
         t9k_served = "PodGroup" in self.child_stores and "PodGroup" not in self.absent_kinds
+        queues = self.kueue_stores.get("LocalQueue")
         return Kueue(
             flavors=by_name("ResourceFlavor"),
             workload_priorities=values("WorkloadPriorityClass"),
             pod_priorities=values("PriorityClass"),
+            local_queues=frozenset(
+                (str(q["metadata"].get("namespace", "")), str(q["metadata"]["name"]))
+                for q in (queues.all() if queues is not None else [])
+            ),
             t9k_queues=not t9k_served,
         )
 

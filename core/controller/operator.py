@@ -39,6 +39,7 @@ from t9kjobs.controller.threads import Supervisor
 from t9kjobs.kube.informer import Informer, Store
 from t9kjobs.kube.resources import (
     CHILD_RESOURCES,
+    KUEUE_NAMESPACED,
     KUEUE_RESOURCES,
     NATIVE_POD_GROUP,
     OPTIONAL_CHILD_KINDS,
@@ -217,7 +218,11 @@ class Operator:
             # of them, few; a change of one queues no job (a job that waits on one looks again).
             for kind, resource in KUEUE_RESOURCES.items():
                 store = kueue_stores[kind] = Store()
-                started.append(Informer(self.transport, resource, _ignore, store=store))
+                scopes = namespaces if kind in KUEUE_NAMESPACED else [None]
+                started += [
+                    Informer(self.transport, resource, _ignore, namespace=ns, store=store)
+                    for ns in scopes
+                ]
         # Child informers first: a job reconciled before its children are cached would
         # create them again (harmlessly, AlreadyExists) and report them missing.
         started.sort(key=lambda i: i.resource.kind in job_resources)

@@ -24,6 +24,7 @@ from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "CHILD_RESOURCES",
+    "KUEUE_NAMESPACED",
     "KUEUE_RESOURCES",
     "METADATA_LIST",
     "METADATA_WATCH",
@@ -116,14 +117,16 @@ NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
 # Child kinds watched only when an operator option asks for them (--network-policy,
 # --gang-scheduling, --kueue): without it the operator needs no right on them.
 OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy", "PodGroup", NATIVE_POD_GROUP, "Workload"})
-# Cluster-wide objects a queued job's plan reads, watched where Workloads are
-# (`t9kjobs.planner.Kueue`): Kueue's ResourceFlavors and WorkloadPriorityClasses, and the
-# PriorityClasses of pods.
+# Objects of Kueue's a queued job's plan reads, watched where Workloads are
+# (`t9kjobs.planner.Kueue`): its ResourceFlavors and WorkloadPriorityClasses and the
+# PriorityClasses of pods (cluster-wide), and its LocalQueues (in the namespaces watched).
 KUEUE_RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
         Resource("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor"),
         Resource("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "WorkloadPriorityClass"),
         Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass"),
+        Resource("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue"),
     )
 }
+KUEUE_NAMESPACED = frozenset({"LocalQueue"})

@@ -6,11 +6,12 @@ Our kinds are Kueue's *external frameworks*: Kueue admits and evicts, and the jo
 get from `jobframework/reconciler.go`:
 
 * A job with a queue (the label `kueue.x-k8s.io/queue-name`, or `t9kScheduler.queue` where
-  the T9k scheduler is not there to take it) owns one `kueue.x-k8s.io/v1beta2` Workload named
-  `<kind>-<job>`: a podSet per replica type, with its pod count and a template that says what
-  Kueue needs to count and place it (each container's resources; node selector, affinity,
-  tolerations, priority class). Its priority: the WorkloadPriorityClass of the label
-  `kueue.x-k8s.io/priority-class`, else the pods' PriorityClass, else `t9kScheduler.priority`.
+  the T9k scheduler is not there to take it and a LocalQueue of that name exists) owns one
+  `kueue.x-k8s.io/v1beta2` Workload named `<kind>-<job>`: a podSet per replica type, with its
+  pod count and a template that says what Kueue needs to count and place it (each
+  container's resources; node selector, affinity, tolerations, priority class). Its
+  priority: the WorkloadPriorityClass of the label `kueue.x-k8s.io/priority-class`, else the
+  pods' PriorityClass, else `t9kScheduler.priority`.
 * No pod exists until the Workload is `Admitted`: the job is `Queued`, its `Admitted`
   condition False with Kueue's word for why (`Inadmissible` for a LocalQueue that does not
   exist), which is also its REASON. Admitted, its pods get the node labels and tolerations of
@@ -90,14 +91,22 @@ def workload_name(job: Job) -> str:
 
 
 def queue_of(job: Job, kueue: Kueue | None) -> str | None:
-    """The LocalQueue `job` waits in: its label's, or `t9kScheduler.queue` where that names a
-    Kueue queue (`Kueue.t9k_queues`); None for a job Kueue does not manage."""
+    """The LocalQueue `job` waits in: its label's, or `t9kScheduler.queue` where the T9k
+    scheduler is not there to take it (`Kueue.t9k_queues`) and a LocalQueue of that name
+    exists in the job's namespace; None for a job Kueue does not manage.
+
+    The label is an explicit ask: a LocalQueue that does not exist is said (`Inadmissible`).
+    `t9kScheduler.queue` was written for another scheduler: naming no LocalQueue, it leaves
+    the job as it was without Kueue, so that installing Kueue for some teams holds no other
+    team's jobs."""
     queue = (job.metadata.labels or {}).get(LABEL_QUEUE_NAME)
     if queue:
         return queue
     scheduler = job.spec.lifecycle().scheduler
     if kueue is not None and kueue.t9k_queues and scheduler and scheduler.t9k_scheduler:
-        return scheduler.t9k_scheduler.queue
+        named = scheduler.t9k_scheduler.queue
+        if (job.namespace or "", named) in kueue.local_queues:
+            return named
     return None
 
 

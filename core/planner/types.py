@@ -40,12 +40,14 @@ class Kueue:
     """What a queued job's plan reads of Kueue's cluster-wide objects (`t9kjobs.planner.queueing`):
     the ResourceFlavors by name (an admitted job's pods get their node labels and
     tolerations), the values of the WorkloadPriorityClasses and of the PriorityClasses by
-    name (a Workload states its priority), and whether `t9kScheduler.queue` names a Kueue
-    LocalQueue (the T9k scheduler is not there to take it)."""
+    name (a Workload states its priority), the LocalQueues by (namespace, name), and whether
+    `t9kScheduler.queue` may name a Kueue LocalQueue (the T9k scheduler is not there to take
+    it): it does when one of that name exists in the job's namespace."""
 
     flavors: Mapping[str, Obj] = field(default_factory=dict)
     workload_priorities: Mapping[str, int] = field(default_factory=dict)
     pod_priorities: Mapping[str, int] = field(default_factory=dict)
+    local_queues: frozenset[tuple[str, str]] = frozenset()
     t9k_queues: bool = False
 
 

@@ -116,7 +116,7 @@ class Chaos:
 
     def queue(self) -> str:
         """The LocalQueue `chaos` of the namespace, and its ClusterQueue (named after the
-        namespace; the caller deletes it): room for 10,000 pods."""
+        namespace; the caller deletes it): room for every pod of the workload at once."""
         cq: Obj = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ClusterQueue",
@@ -127,11 +127,18 @@ class Chaos:
                 },
                 "resourceGroups": [
                     {
-                        "coveredResources": ["pods"],
+                        # Every resource the workload's pods ask for must be covered, or
+                        # Kueue admits none of them ("resource cpu unavailable").
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu", "pods"],
                         "flavors": [
                             {
                                 "name": self.namespace,
-                                "resources": [{"name": "pods", "nominalQuota": 10000}],
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "100000"},
+                                    {"name": "memory", "nominalQuota": "100000Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": "100000"},
+                                    {"name": "pods", "nominalQuota": "10000"},
+                                ],
                             }
                         ],
                     }

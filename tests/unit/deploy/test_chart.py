@@ -383,6 +383,7 @@ def test_kueue_rights_only_when_kueue_is_enabled(render: Callable[..., list[Obj]
     assert _kueue_rights(objects) == {
         ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "delete"},
         ("kueue.x-k8s.io", "workloads/status"): {"patch"},
+        ("kueue.x-k8s.io", "localqueues"): {"list", "watch"},
         ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
         ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list", "watch"},
         ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},

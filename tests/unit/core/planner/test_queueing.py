@@ -350,13 +350,20 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
     doc["spec"]["scheduler"] = {"t9kScheduler": {"queue": "team-a", "priority": 7}}
     manager = installed_plugins()
     generic = _generic(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
-    kueue = Kueue(t9k_queues=True)
+    kueue = Kueue(t9k_queues=True, local_queues=frozenset({("ns", "team-a")}))
     with configured(Settings(gang_scheduling="auto")):
         sim = QueueSim(generic, kueue=kueue, manager=manager)
         sim.absent = frozenset({"PodGroup"})
         sim.step()
         spec = sim.objects[("Workload", "genericjob-generic-ddp")]["spec"]
         assert spec["queueName"] == "team-a" and spec["priority"] == 7
+        # Where no LocalQueue has that name, the job is not Kueue's: it runs as without it.
+        elsewhere = Kueue(t9k_queues=True, local_queues=frozenset({("other", "team-a")}))
+        sim = QueueSim(copy.deepcopy(generic), kueue=elsewhere, manager=manager)
+        sim.absent = frozenset({"PodGroup"})
+        p = sim.step()
+        assert ("Workload", "genericjob-generic-ddp") not in sim.objects
+        assert any(o["kind"] == "Pod" for o in p.create)
         # Where the T9k scheduler takes the queue, Kueue does not.
         sim = QueueSim(_generic(scheduler=generic["spec"]["scheduler"]), manager=manager)
         sim.step()
