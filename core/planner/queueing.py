@@ -38,6 +38,7 @@ from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, owner_labels, owner_reference
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.placement import placement_objects
+from t9kjobs.planner.running import subset
 from t9kjobs.planner.situation import Changes
 from t9kjobs.planner.stopping import deletion, shown_deleted
 from t9kjobs.planner.types import Event, Kueue, Observed, Queued
@@ -210,19 +211,6 @@ def _true(obj: Obj | None, type_: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def _matches(want: object, have: object) -> bool:
-    """Whether `have` holds everything of `want` (the server adds defaults)."""
-    if isinstance(want, dict):
-        return isinstance(have, dict) and all(_matches(v, have.get(k)) for k, v in want.items())
-    if isinstance(want, list):
-        return (
-            isinstance(have, list)
-            and len(want) == len(have)
-            and all(_matches(w, h) for w, h in zip(want, have, strict=True))
-        )
-    return want == have
-
-
 def admission(
     job: Job,
     q: Queued,
@@ -245,7 +233,7 @@ def admission(
     if (
         current is not None
         and wanted is not None
-        and _matches(wanted["spec"], current.get("spec"))
+        and subset(wanted["spec"], current.get("spec"))
         and _true(current, "Admitted")
         and not _true(current, "Evicted")
         and (current.get("status") or {}).get("admission")
@@ -279,7 +267,7 @@ def admission(
         if not going and wanted is not None:
             creates.append(wanted)
         reason, message = "Queued", f"waiting in LocalQueue {q.queue} (Workload {name})"
-    elif wanted is not None and not _matches(wanted["spec"], current.get("spec")):
+    elif wanted is not None and not subset(wanted["spec"], current.get("spec")):
         # Its pods changed (an elastic job scaled): Kueue counts them anew, in a new Workload.
         deletes.append(deletion(current))
         reason = "Queued"

@@ -28,7 +28,7 @@ from t9kjobs.planner.stopping import deletion
 from t9kjobs.planner.types import Event, ObjectRef
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running"]
+__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "subset"]
 
 # While a name the job needs is held by another object, look again this often.
 CONFLICT_RETRY_SECONDS = 10.0
@@ -165,17 +165,19 @@ def _needs_update(desired: Obj, current: Obj) -> bool:
         return False  # generated key material is never rewritten
     if kind == "ConfigMap":
         return bool(desired.get("data") != current.get("data"))
-    return not _subset(desired.get("spec"), current.get("spec"))
+    return not subset(desired.get("spec"), current.get("spec"))
 
 
-def _subset(want: Any, have: Any) -> bool:
+def subset(want: Any, have: Any) -> bool:
+    """Whether `have` holds everything of `want` (the API server adds defaults to what the
+    operator wrote: those do not make a difference)."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+        return isinstance(have, dict) and all(subset(v, have.get(k)) for k, v in want.items())
     if isinstance(want, list):
         return (
             isinstance(have, list)
             and len(want) == len(have)
-            and all(_subset(w, h) for w, h in zip(want, have, strict=True))
+            and all(subset(w, h) for w, h in zip(want, have, strict=True))
         )
     return bool(want == have)
 
