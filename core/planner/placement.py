@@ -114,14 +114,21 @@ def rejoin_or_alone(
     kube-scheduler counts a gang's members among its pods that have not ended: a replacement
     created beside a member that failed for good, or succeeded, would wait for a `minCount` the
     group can no longer reach, for ever and without a condition (seen on KWOK). `wanted`: the
-    children the job wants, its kube-scheduler PodGroup among them."""
-    counts = [_gang_size(o) for o in wanted if object_key(o)[0] == _NATIVE]
-    size = counts[0] if counts else None
+    children the job wants, its kube-scheduler PodGroup among them.
+
+    Only members count: a pod placed on its own earlier (no `schedulingGroup`) is none to
+    kube-scheduler. Counted as one, it once stranded two replacements of a job whose three
+    pods had restarted together: the first went alone, the other two joined a gang of 3 that
+    had two members (chaos tier)."""
+    groups = [o for o in wanted if object_key(o)[0] == _NATIVE]
+    size = _gang_size(groups[0]) if groups else None
     if size is None:
         return
+    group = groups[0]["metadata"]["name"]
     names = {p["metadata"]["name"] for p in creating}
     live = sum(
         pod_state(pod) in ("Pending", "Running")
+        and ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group
         for name, pod in pods_by_name.items()
         if name not in names
     )

@@ -547,5 +547,8 @@ def test_no_fault_loses_or_doubles_anything(cluster: Cluster, out: Path) -> None
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "report.md").write_text(markdown(result))
     print(f"\n[chaos] {out / 'report.md'}\n" + markdown(result))
+    for name, found in checks.items():  # CI keeps only the log: what failed, named in it
+        for line in found[:5]:
+            print(f"[chaos] {name}: {line}")
     assert {name: c["count"] for name, c in result["checks"].items()} == dict.fromkeys(checks, 0)
     assert len(chaos.faults) == len(faults())

@@ -281,7 +281,11 @@ def test_no_pod_joins_a_gang_on_its_way_out(manager: PluginManager, native: None
 
 
 def _member(name: str, phase: str) -> Obj:
-    return {"metadata": {"name": name}, "spec": {"nodeName": "n"}, "status": {"phase": phase}}
+    spec = {"nodeName": "n", "schedulingGroup": {"podGroupName": "g"}}
+    if phase.endswith(" alone"):  # placed on its own earlier: no member of the gang
+        phase = phase.removesuffix(" alone")
+        del spec["schedulingGroup"]
+    return {"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}}
 
 
 def _joining(name: str) -> Obj:
@@ -307,6 +311,9 @@ GANG_OF_3 = [
         # a member ended (failed for good, or succeeded): the gang can never count 3 again
         ({"w0": "Failed", "w2": "Running"}, False),
         ({"w0": "Succeeded", "w2": "Running"}, False),
+        # a live pod placed on its own is no member: kube-scheduler would count 2 of 3
+        ({"w0": "Running alone", "w2": "Running"}, False),
+        ({"w0": "Pending alone", "w2": "Pending alone"}, False),
     ],
 )
 def test_a_replacement_rejoins_its_gang_unless_too_few_members_are_left(
