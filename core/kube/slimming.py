@@ -4,7 +4,9 @@ read for its metadata (names, labels, annotations, owner, deletion) and, in its 
 phase and its containers' states (exit codes, reasons), and nothing else.
 
 So every object loses `metadata.managedFields` (a third of a pod), and a pod keeps of its spec
-only `nodeName` (whether it is placed), and of its status only `phase`, per container `name`,
+only `nodeName` (whether it is placed) and `schedulingGroup` (whether it is a member of its
+job's gang, which decides whether a replacement can rejoin it: `rejoin_or_alone`), and of its
+status only `phase`, per container `name`,
 `state` and `lastState`, and a `PodScheduled` condition that says it cannot be placed (why its
 gang waits: `t9kjobs.planner.placement`): the rendered
 spec (containers, env, volumes, the launch command's copy in the environment) and the kubelet's
@@ -54,6 +56,10 @@ def _interned(value: Any) -> Any:
     return value
 
 
+# What a cached pod keeps of its spec (see the module's docstring).
+_POD_SPEC_FIELDS = ("nodeName", "schedulingGroup")
+
+
 def _without_managed_fields(obj: Obj) -> Obj:
     obj["metadata"].pop("managedFields", None)
     return obj
@@ -61,8 +67,8 @@ def _without_managed_fields(obj: Obj) -> Obj:
 
 def _slim_pod(pod: Obj) -> Obj:
     _without_managed_fields(pod)
-    node = (pod.get("spec") or {}).get("nodeName")
-    pod["spec"] = {"nodeName": node} if node else {}
+    spec = pod.get("spec") or {}
+    pod["spec"] = {k: spec[k] for k in _POD_SPEC_FIELDS if spec.get(k)}
     status = pod.get("status")
     if status:
         kept: Obj = {"phase": status["phase"]} if "phase" in status else {}

@@ -28,6 +28,7 @@ def as_served(pod: Obj, phase: str, exit_code: int | None = None) -> Obj:
     pod = pod_in_phase(pod, phase, exit_code)
     pod["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
     pod["spec"]["nodeName"] = "node-1"
+    pod["spec"]["schedulingGroup"] = {"podGroupName": pod["metadata"]["name"].split("-")[0]}
     pod["status"].update(
         conditions=[{"type": "Ready", "status": "True"}], podIP="10.0.0.7", qosClass="BestEffort"
     )
@@ -81,7 +82,11 @@ def test_a_slim_pod_keeps_what_is_read_and_is_a_fraction_of_the_size(
     kept = store.get("team-a", served["metadata"]["name"])
     assert kept is not None
     assert kept["metadata"] == {k: v for k, v in served["metadata"].items() if k != "managedFields"}
-    assert kept["spec"] == {"nodeName": "node-1"}  # placed: a gang's pods are (placement)
+    # placed, and in its gang: what rejoining it needs (placement)
+    assert kept["spec"] == {
+        "nodeName": "node-1",
+        "schedulingGroup": served["spec"]["schedulingGroup"],
+    }
     assert kept["status"] == {
         "phase": "Failed",
         "containerStatuses": [
@@ -104,7 +109,7 @@ def test_a_pod_that_cannot_be_placed_keeps_why(manager: PluginManager) -> None:
     }
     served["status"]["conditions"].append({**why, "lastProbeTime": None, "observedGeneration": 1})
     kept = slimmer("Pod")(served)
-    assert kept["spec"] == {}
+    assert kept["spec"] == {"schedulingGroup": served["spec"]["schedulingGroup"]}  # not placed
     assert kept["status"]["conditions"] == [why]  # not Ready, not the probe time
 
 

@@ -331,3 +331,18 @@ def test_pods_created_together_stay_in_their_gang() -> None:
     assert all("schedulingGroup" in p["spec"] for p in creating)
     rejoin_or_alone(creating[:1], {}, [])  # no gang of kube-scheduler's: left alone
     assert "schedulingGroup" in creating[0]["spec"]
+
+
+def test_a_replacement_rejoins_beside_members_as_the_operators_cache_keeps_them() -> None:
+    """The informers' stores slim pods (t9kjobs.kube.slimming): what they keep must still say
+    which pods are members (the e2e tier found every replacement placed alone once they did
+    not)."""
+    from t9kjobs.kube.slimming import slimmer
+
+    members = {
+        n: slimmer("Pod")({**_member(n, "Running"), "apiVersion": "v1", "kind": "Pod"})
+        for n in ("w0", "w2")
+    }
+    creating = [_joining("w1")]
+    rejoin_or_alone(creating, members, GANG_OF_3)
+    assert creating[0]["spec"]["schedulingGroup"] == {"podGroupName": "g"}
