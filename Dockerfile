@@ -1,6 +1,6 @@
 # The t9k-jobs operator image: the distribution and its bundled plugins, run as a non-root user,
 # fit for a read-only root filesystem. Build from the repository root:
-#   docker build -t t9k-jobs:0.1.0 .
+#   docker build -t t9k-jobs:0.2.0 .
 # Third-party plugins go into a derived image with one `pip install` (docs/install.md).
 # BASE: any Debian bookworm image; one without Python (a bare root filesystem, as
 # hack/images/build.sh builds from with no registry) gets Debian's python3.

@@ -8,7 +8,7 @@ from typing import Literal
 
 from t9kjobs.models import JobSpec, JobStatus
 
-__all__ = ["KindInfo", "Problem", "ReplicaState", "Verdict"]
+__all__ = ["KindInfo", "Problem", "ReplicaState", "Verdict", "replicas_lost"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +89,23 @@ class Verdict:
     reason: str
     message: str
     replicas: Sequence[ReplicaState] = field(default=())
+
+
+def replicas_lost(
+    replicas: Sequence[ReplicaState], min_available: int | None = None
+) -> Verdict | None:
+    """`Failed` (reason `ReplicaFailed`, naming each replica failed for good) when the job
+    is left with fewer live replicas than it can run with: `min_available` (an elastic job's
+    minimum, `Lifecycle.min_available`), None meaning all of them; else None.
+
+    What a `t9kjobs_compute_status` returns once its own success and failure (a launcher's
+    exit) have not decided: a job whose launcher waits on a rank that is gone, over ssh or in
+    a collective, may never fail by itself (the conformance kit's
+    `compute_status_fails_on_lost_replicas`)."""
+    lost = [r for r in replicas if r.failed_for_good]
+    if not lost:
+        return None
+    needed = len(replicas) if min_available is None else min_available
+    if len(replicas) - len(lost) >= needed:
+        return None
+    return Verdict("Failed", "ReplicaFailed", "; ".join(r.failure for r in lost), tuple(lost))

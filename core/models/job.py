@@ -49,8 +49,13 @@ class Lifecycle:
     clean_up_keeps: frozenset[str] = frozenset()
     scheduler: SchedulePolicy | None = None
     # The fewest pods the job can run with (elastic jobs: their minimum); None: all of its pods.
-    # Gang scheduling asks for this many pods at once (the PodGroup's minMember).
+    # Gang scheduling asks for this many pods at once (the PodGroup's minMember), and a job
+    # left with fewer live pods than this, a replica lost for good, fails
+    # (the conformance kit's compute_status_fails_on_lost_replicas).
     min_available: int | None = None
+    # The user's own rules decide which lost replicas fail the job (GenericJob's failureRules),
+    # not `min_available`.
+    failure_rules: bool = False
 
 
 class JobSpec(ApiModel):

@@ -46,27 +46,31 @@ class RestartPolicy(ApiModel):
 
 
 class RestartRule(ApiModel):
-    """A replica's restart policy in normal form, as the engine applies it.
+    """A replica's restart policy in normal form, as the engine applies it: one rule for every
+    kind, built with `RestartRule.of(replica.restart_policy)`.
 
-    `limit` is the replica's own restart limit; None means none, for kinds whose
-    `restartPolicy` is a string only and whose restarts are bounded by the job's
-    `runPolicy.backoffLimit` (DeepSpeedJob, PyTorchTrainingJob). A kind with neither would
-    restart a failing replica for ever.
+    A replica is restarted as its `policy` says, within its own `limit` (the object form
+    `{policy, limit}`; None for a bare policy name, which has no limit of its own) and within
+    the job's `runPolicy.backoffLimit`, which every restart of the job counts against, where the
+    kind has one. A replica with neither limit is never restarted: a bare `OnFailure` restarts
+    up to `backoffLimit` times in a kind that has one (DeepSpeedJob, PyTorchTrainingJob, and
+    the plugin template's MPIJob), and never in one that has none (GenericJob, ColossalAIJob,
+    whose references give the object form's `limit` the default 0).
     """
 
     policy: RestartPolicyType = Field(description="The policy the engine applies.")
     limit: int | None = Field(
         default=None,
-        description="Restarts of one replica allowed; None: bounded by runPolicy.backoffLimit"
-        " only.",
+        description="Restarts of this replica allowed; None: no limit of its own (bounded by"
+        " runPolicy.backoffLimit, and never restarted where the kind has none).",
     )
 
     @classmethod
     def of(cls, value: RestartPolicyType | RestartPolicy) -> RestartRule:
-        """A `restartPolicy` that has the object form: the string form is that policy with the
-        object form's default limit (0), as the GenericJob and ColossalAIJob references say."""
+        """The rule of a `restartPolicy`, either form: a bare policy name has no limit of its
+        own, the object form its `limit`."""
         if isinstance(value, str):
-            value = RestartPolicy(policy=value)
+            return cls(policy=value)
         return cls(policy=value.policy, limit=value.limit)
 
 
@@ -112,8 +116,9 @@ class ReplicaSpec(ApiModel):
     restart_policy: RestartPolicyType | RestartPolicy = Field(
         default="OnFailure",
         description="How a finished replica is restarted: the object form {policy, limit}"
-        " (limit defaults to 0) or a policy name (Always, OnFailure, Never, ExitCode) with"
-        " limit 0. Defaults to OnFailure, limit 0.",
+        " (at most `limit` restarts of this replica, default 0) or a policy name (Always,"
+        " OnFailure, Never, ExitCode), which has no limit of its own: restarted within"
+        " runPolicy.backoffLimit where the kind has one, else never. Defaults to OnFailure.",
     )
     template: PodTemplate = Field(
         default_factory=dict, description="The pod template of this replica type."

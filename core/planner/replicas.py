@@ -13,10 +13,11 @@ be running, and a pod created again would run the replica's work a second time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from t9kjobs.kinds import ReplicaState
-from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle, ReplicaStatus
+from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle, ReplicaStatus, RestartRule
 from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod, Obj, spec_hash
 
 __all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
@@ -61,6 +62,14 @@ def _incarnation(pod: Obj) -> int:
         return int(value)
     except ValueError:
         return 0
+
+
+def _own_limit(rule: RestartRule, backoff_limit: int | None) -> float:
+    """The restarts a replica may have by its own limit (`RestartRule`): its `limit`; without
+    one, only the job's backoffLimit bounds it; with neither, none."""
+    if rule.limit is not None:
+        return rule.limit
+    return math.inf if backoff_limit is not None else 0
 
 
 def _ends_for_good(desired: DesiredPod, phase: str) -> bool:
@@ -183,7 +192,7 @@ def assess(
             state = "Restarting"
         elif not wants_restart:
             final = finished
-        elif rule.limit is not None and done >= rule.limit:
+        elif done >= _own_limit(rule, life.backoff_limit):
             final = True
         elif life.backoff_limit is not None and backoff_count >= life.backoff_limit:
             final = True

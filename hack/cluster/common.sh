@@ -2,7 +2,9 @@
 # shellcheck shell=bash
 
 CLUSTER_HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CLUSTER_GOMOD_DIR="$CLUSTER_HACK_DIR/gomod"
+# The Go module of the control plane ships in the wheel too: `t9kjobs-kit-binaries` builds the
+# conformance kit's etcd and kube-apiserver from it (t9kjobs.testing.harness.binaries).
+CLUSTER_GOMOD_DIR="${CLUSTER_GOMOD_DIR:-$(cd "$CLUSTER_HACK_DIR/../.." && pwd)/core/testing/harness/gomod}"
 
 # Cache root for the built binaries (outside the repo). T9KJOBS_CACHE overrides it.
 T9KJOBS_CACHE="${T9KJOBS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/t9kjobs}"

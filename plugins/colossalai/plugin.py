@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict, replicas_lost
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod, Obj, config_map, headless_service, training_container
 from t9kjobs.plugins.colossalai.launch import HOSTFILE_PATH, hostfile, torchrun_options
@@ -169,6 +169,8 @@ def t9kjobs_build_objects(job: Job) -> list[Obj]:
 
 @hookimpl
 def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
+    """The launcher's exit decides, and a worker failed for good fails the job: no attempt of
+    the launcher can run without it (docs/colossalai.md, Status)."""
     launcher = next((r for r in replicas if r.replica_type == LAUNCHER), None)
     if launcher is None:
         return None
@@ -177,4 +179,4 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
     if launcher.failed_for_good:
         after = f" after {launcher.restarts} restart(s)" if launcher.restarts else ""
         return Verdict("Failed", "LauncherFailed", launcher.failure + after, (launcher,))
-    return None
+    return replicas_lost(replicas)

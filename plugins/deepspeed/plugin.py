@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict, replicas_lost
 from t9kjobs.models import Job, JobStatus, RestartRule
 from t9kjobs.objects import (
     DesiredPod,
@@ -114,7 +114,7 @@ def _mount_hostfile(pod: Obj, job: Job, container_name: str | None) -> None:
 def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     spec = job.spec_as(DeepSpeedJobSpec)
     count = spec.worker_count()
-    restart = RestartRule(policy=spec.worker.restart_policy)  # bounded by backoffLimit
+    restart = RestartRule.of(spec.worker.restart_policy)  # bounded by backoffLimit
     written = user_container(spec)
     pods = []
     for index in range(count):
@@ -168,11 +168,12 @@ def t9kjobs_build_objects(job: Job) -> list[Obj]:
 
 
 @hookimpl
-def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
-    """Success and failure follow worker-0, the launcher.
+def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdict | None:
+    """Success follows worker-0, the launcher; so does failure, and another worker failed for
+    good fails the job too, unless an elastic job still has `minReplicas` workers.
 
-    Another worker failing for good is reported by the engine (ReplicaFailure condition) but
-    does not decide: the launcher sees its ranks die and fails, or finishes without them.
+    Workers run sshd: one failed for good is a host gone, and pdsh's ssh session to it may
+    wait for ever instead of failing the launcher (docs/architecture.md).
     """
     launcher = next((r for r in replicas if r.replica_type == REPLICA_TYPE and r.index == 0), None)
     if launcher is None:
@@ -181,7 +182,7 @@ def t9kjobs_compute_status(replicas: Sequence[ReplicaState]) -> Verdict | None:
         return Verdict("Succeeded", "LauncherSucceeded", f"{launcher.name} succeeded", (launcher,))
     if launcher.failed_for_good:
         return Verdict("Failed", "LauncherFailed", launcher.failure, (launcher,))
-    return None
+    return replicas_lost(replicas, job.spec.lifecycle().min_available)
 
 
 @hookimpl

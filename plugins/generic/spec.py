@@ -171,4 +171,5 @@ class GenericJobSpec(JobSpec):
             active_deadline_seconds=None,
             clean_up_policy=self.clean_up_policy,
             scheduler=self.scheduler,
+            failure_rules=bool(self.failure_rules),
         )

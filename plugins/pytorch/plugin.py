@@ -166,7 +166,7 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
             DesiredPod(
                 replica_type=rs.type,
                 index=node.index,
-                restart=RestartRule(policy=rs.restart_policy),  # bounded by backoffLimit
+                restart=RestartRule.of(rs.restart_policy),  # bounded by backoffLimit
                 manifest=manifest,
                 training_container=found[1].get("name") if found is not None else None,
             )

@@ -383,13 +383,14 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
         final = [c for c in status.get("conditions") or [] if c["type"] in ("Completed", "Failed")]
         reason = final[0].get("reason") if final else None
         if (
-            (phase, reason) != (script.phase, script.reason)
+            phase != script.phase
+            or reason not in script.reasons
             or set(counts.values()) != {script.replica_restarts}
             or status.get("backoffCount", 0) != sum(counts.values())
         ):
             checks["wrong verdicts"].append(
                 f"{name}: {phase}/{reason}, restarts {counts}, backoffCount"
-                f" {status.get('backoffCount', 0)}; the script: {script.phase}/{script.reason},"
+                f" {status.get('backoffCount', 0)}; the script: {script.phase}/{'|'.join(script.reasons)},"
                 f" {script.replica_restarts} a replica"
             )
         if (job["metadata"]["uid"], phase) not in events:

@@ -5,7 +5,7 @@ in advance whatever happens to the operator meanwhile.
 | script | kinds | pods | verdict |
 | --- | --- | --- | --- |
 | `succeed` | all four | exit 0 | Succeeded, no restart |
-| `fail` | GenericJob, PyTorchTrainingJob, DeepSpeedJob | exit 3, not retried | Failed, no restart |
+| `fail` | GenericJob, PyTorchTrainingJob, DeepSpeedJob | exit 3, not retried | Failed, no restart (DeepSpeedJob: by its launcher or another worker, whichever is seen first) |
 | `restart` | GenericJob (`Always`, limit 1) | exit 0, each replica run twice | Succeeded, 1 restart a replica |
 | `backoff` | PyTorchTrainingJob, a master alone (`ExitCode`, backoffLimit 2) | exit 137 | Failed (BackoffLimitExceeded) after 2 restarts |
 """
@@ -56,7 +56,7 @@ class Scripted:
 
     manifest: Obj
     phase: str  # Succeeded or Failed
-    reason: str  # of the Completed / Failed condition
+    reasons: tuple[str, ...]  # of the Completed / Failed condition: one of these
     replica_restarts: int  # restarts of every replica (backoffCount: their sum)
 
     @property
@@ -105,22 +105,24 @@ def _job(kind: str, script: str, name: str, namespace: str, seconds: int) -> Scr
             "GenericJob": "AllSucceeded",
             "PyTorchTrainingJob": "MasterSucceeded",
         }.get(kind, "LauncherSucceeded")
-        return Scripted(simulate(doc, 0, seconds), "Succeeded", reason, 0)
+        return Scripted(simulate(doc, 0, seconds), "Succeeded", (reason,), 0)
     if script == "restart":
         for rs in _replica_specs(doc):
             rs["restartPolicy"] = {"policy": "Always", "limit": 1}
-        return Scripted(simulate(doc, 0, seconds), "Succeeded", "AllSucceeded", 1)
+        return Scripted(simulate(doc, 0, seconds), "Succeeded", ("AllSucceeded",), 1)
     if script == "backoff":
         # The master alone: with several pods failing at once, how many restarts the shared
         # budget pays before it runs out would depend on timing.
         doc["spec"]["replicaSpecs"] = [r for r in _replica_specs(doc) if r["type"] == "master"]
         doc["spec"]["runPolicy"]["backoffLimit"] = 2
         doc["spec"]["replicaSpecs"][0]["restartPolicy"] = "ExitCode"
-        return Scripted(simulate(doc, 137, seconds), "Failed", "BackoffLimitExceeded", 2)
+        return Scripted(simulate(doc, 137, seconds), "Failed", ("BackoffLimitExceeded",), 2)
     for rs in _replica_specs(doc):
         rs["restartPolicy"] = "ExitCode" if kind != "GenericJob" else "Never"
-    reason = "LauncherFailed" if kind == "DeepSpeedJob" else "ReplicaFailed"
-    return Scripted(simulate(doc, 3, seconds), "Failed", reason, 0)
+    # Every pod fails at once. A DeepSpeedJob fails for whichever the operator sees first:
+    # its launcher (worker-0: LauncherFailed) or another worker lost for good (ReplicaFailed).
+    reasons = ("LauncherFailed", "ReplicaFailed") if kind == "DeepSpeedJob" else ("ReplicaFailed",)
+    return Scripted(simulate(doc, 3, seconds), "Failed", reasons, 0)
 
 
 def workload(count: int, namespace: str, seed: int = 19) -> list[Scripted]:

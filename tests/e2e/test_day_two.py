@@ -8,6 +8,7 @@ here describe must say that a log cannot be read and still show everything else.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -219,9 +220,10 @@ def test_kubectl_plugin_form(cluster: Cluster, jobs: str) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "Name:       steady"
     version = t9kjobs(cluster, "--version", prog="kubectl")
-    assert version.stdout.startswith("t9kjobs 0.1.0 ")
+    ours = importlib.metadata.version("t9k-jobs")
+    assert version.stdout.startswith(f"t9kjobs {ours} ")
     rows = [line.split() for line in version.stdout.splitlines()]
-    assert ["generic", "t9k-jobs", "0.1.0", "bundled", "GenericJob"] in rows, version.stdout
+    assert ["generic", "t9k-jobs", ours, "bundled", "GenericJob"] in rows, version.stdout
     refused = t9kjobs(cluster, "logs", "gj/none", "-n", jobs, prog="kubectl")
     assert refused.stderr.startswith("kubectl t9k: GenericJob/none not found")
 

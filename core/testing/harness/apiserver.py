@@ -5,7 +5,8 @@ CEL rules. The kit checks a plugin against a real one: `--t9kjobs-kubeconfig PAT
 cluster to use; otherwise the kit starts etcd and kube-apiserver of its own (in a temporary
 folder, on free loopback ports, in about three seconds; no controller, no node) from the first
 folder holding `etcd` and `kube-apiserver` among `$T9KJOBS_BIN_DIR`, the binaries
-t9k-jobs' local cluster builds (`make cluster-build`, `~/.cache/t9kjobs/bin/k8s-*`) and `$PATH`;
+t9k-jobs' local cluster builds (`make cluster-build`) or `t9kjobs-kit-binaries` builds
+anywhere (`~/.cache/t9kjobs/bin/k8s-*`), and `$PATH`;
 without them, it uses the cluster of `$KUBECONFIG` when that is set. The server started here
 lives as long as the kit's pytest session, and is stopped (and its folder removed) when it ends.
 """
@@ -34,7 +35,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from t9kjobs.testing.harness.process import free_port
 
-__all__ = ["NEEDED", "ApiServer", "ApiServerError", "find_binaries", "local_api_server"]
+__all__ = [
+    "NEEDED",
+    "ApiServer",
+    "ApiServerError",
+    "cache_bins",
+    "find_binaries",
+    "local_api_server",
+]
 
 NEEDED = ("etcd", "kube-apiserver")
 _START_TIMEOUT = 60.0
@@ -68,7 +76,7 @@ def _get(url: str, token: str | None) -> int:
         return exc.code
 
 
-def _cache_bins() -> Path:
+def cache_bins() -> Path:
     """Where t9k-jobs' local control plane keeps its binaries (hack/cluster/common.sh)."""
     root = os.environ.get("T9KJOBS_CACHE") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "t9kjobs"
@@ -77,7 +85,7 @@ def _cache_bins() -> Path:
 
 
 def _cache_bin_dirs() -> list[Path]:
-    found = _cache_bins().glob("k8s-*")
+    found = cache_bins().glob("k8s-*")
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
@@ -257,7 +265,7 @@ def local_api_server(
         return
     raise ApiServerError(
         "the admission tier needs an API server: no etcd and kube-apiserver were found"
-        f" (in $T9KJOBS_BIN_DIR, in {_cache_bins()}/k8s-* as t9k-jobs' `make cluster-build`"
-        " leaves them, or together on PATH), and KUBECONFIG is not set; build them, or give"
-        " --t9kjobs-kubeconfig=PATH"
+        f" (in $T9KJOBS_BIN_DIR, in {cache_bins()}/k8s-* as `t9kjobs-kit-binaries` or t9k-jobs'"
+        " `make cluster-build` leave them, or together on PATH), and KUBECONFIG is not set;"
+        " build them with `t9kjobs-kit-binaries` (needs Go), or give --t9kjobs-kubeconfig=PATH"
     )

@@ -55,7 +55,7 @@ def crd_is_accepted_by_the_api_server(subject: Subject, kind: str) -> None:
 
 
 def dry_run(subject: Subject, example: Example) -> DryRun:
-    """The example submitted to the API server (`kubectl create --dry-run=server`), its kind's
+    """The example submitted to the API server (`kubectl apply --dry-run=server`), its kind's
     CRD installed first."""
     kind = example.kind
     if kind is None or kind not in subject.kinds:
@@ -67,7 +67,7 @@ def dry_run(subject: Subject, example: Example) -> DryRun:
 def example_is_admitted(subject: Subject, example: Example) -> None:
     """The API server admits the example as written and keeps every field it writes.
 
-    `kubectl create --dry-run=server` of the example must succeed (the schema, its formats and
+    `kubectl apply --dry-run=server` of the example must succeed (the schema, its formats and
     CEL rules accept it: a rule that refuses a valid job fails here), and the object the
     server would store must still hold every field of the example (none pruned).
     """

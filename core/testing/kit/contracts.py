@@ -8,8 +8,9 @@ under the I/O guard.
 
 This module is the list, in the order the kit runs them; the checks live by what they check:
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
-examples themselves), `building` (pods and children), `verdicts` (`compute_status`) and
-`behaviour` (mistakes met in real runs) and `gangs`, all in `t9kjobs.testing.kit`.
+examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
+`behaviour` (mistakes met in real runs), `runnable` (what a real run needs) and `gangs`, all
+in `t9kjobs.testing.kit`.
 """
 
 from __future__ import annotations
@@ -45,10 +46,16 @@ from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.gangs import jobs_are_gangs
 from t9kjobs.testing.kit.noio import HookIOError
 from t9kjobs.testing.kit.queues import jobs_wait_in_queues
+from t9kjobs.testing.kit.runnable import (
+    arguments_survive_the_shell,
+    host_names_resolve,
+    scripts_parse,
+)
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.validity import example_is_valid, invalid_example_is_rejected
 from t9kjobs.testing.kit.verdicts import (
     compute_status_all_succeeded,
+    compute_status_fails_on_lost_replicas,
     compute_status_never_regresses,
     compute_status_no_pods,
     compute_status_one_failed,
@@ -112,6 +119,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("compute_status_no_pods", compute_status_no_pods),
     Contract("compute_status_all_succeeded", compute_status_all_succeeded),
     Contract("compute_status_one_failed", compute_status_one_failed),
+    Contract("compute_status_fails_on_lost_replicas", compute_status_fails_on_lost_replicas),
     Contract("compute_status_never_regresses", compute_status_never_regresses),
     Contract("hooks_do_no_io", hooks_do_no_io),
     Contract(
@@ -125,6 +133,9 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("pods_follow_restart_policy", pods_follow_restart_policy),
     Contract("jobs_are_gangs", jobs_are_gangs),
     Contract("jobs_wait_in_queues", jobs_wait_in_queues),
+    Contract("host_names_resolve", host_names_resolve),
+    Contract("scripts_parse", scripts_parse),
+    Contract("arguments_survive_the_shell", arguments_survive_the_shell),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

@@ -41,7 +41,7 @@ def example_is_valid(subject: Subject, example: Example) -> None:
 def invalid_example_is_rejected(subject: Subject, example: Example) -> None:
     """An invalid example is rejected at the field path it names: at admission or by validate.
 
-    Submitted to the API server (`kubectl create --dry-run=server`, the admission tier) it is
+    Submitted to the API server (`kubectl apply --dry-run=server`, the admission tier) it is
     refused with a message naming each path listed in its annotation
     `conformance.t9kjobs.dev/rejected-at`, or the spec model or `t9kjobs_validate` rejects it
     (an error, not a warning) with a problem at each such path (what `t9kjobs validate`

@@ -20,6 +20,7 @@ from t9kjobs.testing.kit.violation import ContractViolation
 
 __all__ = [
     "compute_status_all_succeeded",
+    "compute_status_fails_on_lost_replicas",
     "compute_status_never_regresses",
     "compute_status_no_pods",
     "compute_status_one_failed",
@@ -83,6 +84,34 @@ def compute_status_one_failed(subject: Subject, example: Example) -> None:
     verdict = _verdict(hooks, job, states)
     if pods and (verdict is None or verdict.outcome != "Failed"):
         raise ContractViolation(f"returned {verdict and verdict.outcome} for {_describe(states)}")
+
+
+def compute_status_fails_on_lost_replicas(subject: Subject, example: Example) -> None:
+    """A replica lost for good fails the job, unless the job can run without it.
+
+    For each pod: its replica failed for good (exit code 42, `final`), the others `Running`.
+    A job that needs every pod (`Lifecycle.min_available` None, or not below the pod count)
+    must then be Failed: its launcher or its collective may wait for the lost rank for ever
+    (an ssh session to a host that is gone, a rendezvous), and the job would stay Running. An
+    elastic job that can spare the pod may wait; a kind whose user-written rules decide
+    (`Lifecycle.failure_rules`, GenericJob's `failureRules`) is judged by its rules' tests.
+    """
+    hooks, job, pods = _status_setup(subject, example)
+    life = job.spec.lifecycle()
+    if life.failure_rules or (life.min_available is not None and life.min_available < len(pods)):
+        return
+    for i, pod in enumerate(pods):
+        states = replica_states(pods, "Failed", exit_code=_EXIT_CODE, final=True, only=i)
+        verdict = _verdict(hooks, job, states)
+        if verdict is None or verdict.outcome != "Failed":
+            got = "no verdict" if verdict is None else verdict.outcome
+            raise ContractViolation(
+                f"{example.id}: with {pod.name} ({pod.replica_type}) failed for good and the"
+                f" others Running, compute_status returned {got}: the job needs every pod"
+                " (Lifecycle.min_available is not below the pod count), so it would stay"
+                " Running without it; return Failed when any ReplicaState.failed_for_good, or"
+                " declare the pods it can spare in JobSpec.lifecycle() (min_available)"
+            )
 
 
 def compute_status_never_regresses(subject: Subject, example: Example) -> None:

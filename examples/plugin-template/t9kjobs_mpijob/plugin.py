@@ -91,7 +91,7 @@ def _pod(job: Job, role: str, index: int, name: str | None = None) -> DesiredPod
     return DesiredPod(
         replica_type=role,
         index=index,
-        restart=RestartRule(policy=replica.restart_policy),  # bounded by runPolicy.backoffLimit
+        restart=RestartRule.of(replica.restart_policy),  # bounded by runPolicy.backoffLimit
         manifest=manifest,
         training_container=names[0] if names else None,
         debug_command=_sshd() if role == "worker" else None,  # debug: workers keep sshd

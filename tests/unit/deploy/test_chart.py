@@ -310,7 +310,9 @@ def test_pod_is_hardened_and_probed(render: Callable[..., list[Obj]]) -> None:
     }
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
-    assert c["image"] == "t9k-jobs:0.1.0"
+    assert (
+        c["image"] == f"t9k-jobs:{yaml.safe_load((CHART / 'Chart.yaml').read_text())['appVersion']}"
+    )
 
 
 def test_metrics_service_selects_the_operator_pods(render: Callable[..., list[Obj]]) -> None:

@@ -58,6 +58,8 @@ def test_a_first_cluster_up_builds_the_control_plane_under_its_step(tmp_path: Pa
     fresh machine). build.sh is a stand-in here that records its run and fails."""
     hack = tmp_path / "cluster"
     shutil.copytree(COMMON.parent, hack)
+    # The Go module it reads its versions from stays in the repository (the wheel's copy).
+    gomod = COMMON.parents[2] / "core" / "testing" / "harness" / "gomod"
     marker = tmp_path / "built"
     (hack / "build.sh").write_text(f"#!/bin/bash\ntouch {marker}\nexit 7\n")
     (hack / "build.sh").chmod(0o755)
@@ -65,7 +67,12 @@ def test_a_first_cluster_up_builds_the_control_plane_under_its_step(tmp_path: Pa
         ["bash", str(hack / "up.sh")],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "T9KJOBS_CACHE": str(tmp_path / "c")},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "T9KJOBS_CACHE": str(tmp_path / "c"),
+            "CLUSTER_GOMOD_DIR": str(gomod),
+        },
         timeout=30,
         check=False,
     )

@@ -5,6 +5,7 @@ and tests/real/test_day_two.py."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import subprocess
 import sys
 import types
@@ -277,9 +278,10 @@ def test_describe_text_says_why_a_job_waits_in_its_queue() -> None:
 
 def test_version_lists_bundled_and_third_party_plugins(manager: PluginManager) -> None:
     text = version_text(manager).splitlines()
-    assert text[0].startswith("t9kjobs 0.1.0 (python 3.")
+    ours = importlib.metadata.version("t9k-jobs")
+    assert text[0].startswith(f"t9kjobs {ours} (python 3.")
     # Columns as wide as the longest plugin name.
-    assert ["generic", "t9k-jobs", "0.1.0", "bundled", "GenericJob"] in [t.split() for t in text]
+    assert ["generic", "t9k-jobs", ours, "bundled", "GenericJob"] in [t.split() for t in text]
     third = PluginManager()
     third.register(
         types.SimpleNamespace(t9kjobs_kinds=lambda: []),

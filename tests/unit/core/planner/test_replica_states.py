@@ -104,13 +104,33 @@ def test_a_restart_counted_before_a_crash_is_replaced_without_counting_again() -
 def test_a_pod_without_a_readable_incarnation_is_the_first(annotation: str | None) -> None:
     desired = _desired("OnFailure")
     pod = _observed("Failed", 1, incarnation=annotation)
-    found = assess([desired], {desired.name: pod}, {}, 0, _life())
+    found = assess([desired], {desired.name: pod}, {}, 0, _life(3))
     assert found.states == [_state("Restarting", 1, False, 1)]
     assert (found.performed, found.backoff_performed, found.backoff_count) == (
         {"j-worker-0": 0},
         0,
         1,
     )
+
+
+@pytest.mark.parametrize(
+    ("limit", "backoff_limit", "restarted"),
+    [
+        (None, None, False),  # neither limit: never restarted (GenericJob's string form)
+        (None, 3, True),  # the job's backoffLimit alone bounds it (PyTorchTrainingJob)
+        (2, None, True),  # its own limit alone (the object form)
+        (0, 3, False),  # its own limit 0 wins over the backoffLimit
+    ],
+)
+def test_one_restart_rule_for_every_kind(
+    limit: int | None, backoff_limit: int | None, restarted: bool
+) -> None:
+    """RestartRule: within the replica's own limit and the job's backoffLimit, where each
+    exists; with neither, never."""
+    desired = _desired("OnFailure", limit)
+    pod = _observed("Failed", 1)
+    found = assess([desired], {desired.name: pod}, {}, 0, _life(backoff_limit))
+    assert [s.state for s in found.states] == ["Restarting" if restarted else "Failed"]
 
 
 def test_a_replica_without_a_pod_is_creating_with_no_restarts() -> None:

@@ -30,7 +30,7 @@ from pydantic import Field
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, Verdict
 from t9kjobs.models import JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
-from t9kjobs.objects import DesiredPod, config_map, new_pod
+from t9kjobs.objects import DesiredPod, config_map, headless_service, new_pod, pod_host
 from t9kjobs.templating import render_template
 from t9kjobs.validation import run_mode_problems
 
@@ -60,7 +60,12 @@ def t9kjobs_validate(job):
 def build_pods(job):
     spec = job.spec_as(ConfJobSpec)
     return [
-        DesiredPod(rs.type, i, RestartRule.of(rs.restart_policy), new_pod(job, rs.type, i, rs.template))
+        DesiredPod(
+            rs.type,
+            i,
+            RestartRule.of(rs.restart_policy),
+            new_pod(job, rs.type, i, rs.template, subdomain=job.name),
+        )
         for rs in spec.replica_specs
         for i in range(rs.replicas)
     ]
@@ -78,8 +83,9 @@ def t9kjobs_build_launch_command(job, pod):
 
 @hookimpl
 def t9kjobs_build_objects(job, pods):
-    text = render_template(__package__, "hosts.j2", hosts=[p.name for p in pods])
-    return [config_map(job, f"{job.name}-hosts", {"hosts": text})]
+    hosts = [pod_host(job, p.name) for p in pods]
+    text = render_template(__package__, "hosts.j2", hosts=hosts)
+    return [config_map(job, f"{job.name}-hosts", {"hosts": text}), headless_service(job)]
 
 
 def judge(replicas):
@@ -108,7 +114,7 @@ spec:
       replicas: 2
       template:
         spec:
-          containers: [{name: main, image: busybox}]
+          containers: [{name: main, image: busybox, args: [train.py, --epochs, "3"]}]
 """
 
 INVALID = """
@@ -147,6 +153,7 @@ ALL_CONTRACTS = {
             "compute_status_no_pods",
             "compute_status_all_succeeded",
             "compute_status_one_failed",
+            "compute_status_fails_on_lost_replicas",
             "compute_status_never_regresses",
             "hooks_do_no_io",
             "compute_status_waits_for_restarting_replicas",
@@ -157,6 +164,9 @@ ALL_CONTRACTS = {
             "pods_follow_restart_policy",
             "jobs_are_gangs",
             "jobs_wait_in_queues",
+            "host_names_resolve",
+            "scripts_parse",
+            "arguments_survive_the_shell",
         )
     ),
 }
@@ -274,7 +284,12 @@ def test_shared_pod_objects_fail_determinism(pytester: pytest.Pytester) -> None:
             if job.name not in _cache:
                 spec = job.spec_as(ConfJobSpec)
                 _cache[job.name] = [
-                    DesiredPod(rs.type, i, RestartRule.of(rs.restart_policy), new_pod(job, rs.type, i, rs.template))
+                    DesiredPod(
+            rs.type,
+            i,
+            RestartRule.of(rs.restart_policy),
+            new_pod(job, rs.type, i, rs.template, subdomain=job.name),
+        )
                     for rs in spec.replica_specs for i in range(rs.replicas)
                 ]
             return _cache[job.name]
@@ -295,7 +310,7 @@ def test_missing_owner_references_fail(pytester: pytest.Pytester) -> None:
                      "metadata": {"name": f"{job.name}-hosts", "namespace": job.namespace,
                                   "labels": {"tensorstack.dev/owner-kind": job.kind,
                                              "tensorstack.dev/owner-name": job.name}},
-                     "data": {}}]
+                     "data": {}}, headless_service(job)]
         """,
     )
     report = run.failed["test_children_carry_owner_labels_and_references[job.yaml]"]

@@ -98,9 +98,8 @@ def test_worker0_failure_under_exit_code_policy(make_job: Any, manager: Any) -> 
     )
 
 
-def test_another_worker_failing_is_reported_but_does_not_decide(
-    make_job: Any, manager: Any
-) -> None:
+def test_another_worker_failed_for_good_fails_the_job(make_job: Any, manager: Any) -> None:
+    """Its sshd is gone, and the launcher's ssh session to it may never end by itself."""
     doc = base_manifest()
     doc["spec"]["worker"]["restartPolicy"] = "Never"
     job = make_job(doc)
@@ -108,11 +107,21 @@ def test_another_worker_failing_is_reported_but_does_not_decide(
     assert running.phase == "Running"
     job = job.model_copy(update={"status": running})
     result = run(job, manager, cluster(job, manager, {"ds-worker-1": ("Failed", 255)}))
-    assert result.status.phase == "Running"
-    failure = condition(result, "ReplicaFailure")
-    assert failure.status == "True"
-    assert "ds-worker-1 failed with exit code 255" in failure.message
+    assert result.status.phase == "Failed"
+    failed = condition(result, "Failed")
+    assert (failed.reason, failed.message) == (
+        "ReplicaFailed",
+        "ds-worker-1 failed with exit code 255 (container worker)",
+    )
     assert result.status.aggregate.failed == 1
+
+
+def test_another_worker_being_restarted_does_not_fail_the_job(make_job: Any, manager: Any) -> None:
+    job = make_job(base_manifest())  # OnFailure, backoffLimit 3
+    result = run(job, manager, cluster(job, manager, {"ds-worker-1": ("Failed", 255)}))
+    assert not result.status.finished
+    assert "ds-worker-1 failed with exit code 255" in condition(result, "ReplicaFailure").message
+    assert [d.name for d in result.delete] == ["ds-worker-1"]
 
 
 def test_worker0_success_under_always_restarts(make_job: Any, manager: Any) -> None:
@@ -182,6 +191,20 @@ def test_relaunched_worker0_waits_for_the_new_worker_count(make_job: Any, manage
     created = {o["metadata"]["name"]: o for o in result.create}
     script = created["ds-worker-0"]["spec"]["containers"][0]["command"][2]
     assert "for host in ds-worker-0.ds ds-worker-1.ds ds-worker-2.ds; do" in script
+
+
+def test_an_elastic_job_fails_only_below_its_minimum(make_job: Any, manager: Any) -> None:
+    doc = with_spec(
+        elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}
+    )
+    doc["spec"]["worker"]["restartPolicy"] = "Never"
+    job = make_job(doc)
+    one = run(job, manager, cluster(job, manager, {"ds-worker-2": ("Failed", 1)}))
+    assert not one.status.finished  # two workers are left: minReplicas
+    lost = {"ds-worker-1": ("Failed", 1), "ds-worker-2": ("Failed", 1)}
+    two = run(job, manager, cluster(job, manager, lost))
+    assert two.status.phase == "Failed"
+    assert condition(two, "Failed").reason == "ReplicaFailed"
 
 
 def test_other_workers_keep_running_when_scaling(make_job: Any, manager: Any) -> None:

@@ -225,8 +225,8 @@ def test_a_port_mapped_to_another_target_port_keeps_a_cluster_ip(manager: Plugin
 def test_the_string_form_and_the_default_have_the_default_limit_0(
     manager: PluginManager, policy: str | None
 ) -> None:
-    """The GenericJob reference: `limit` defaults to 0, and the string form is that policy with
-    the default limit; GenericJob has no backoffLimit, so without it restarts never end."""
+    """The GenericJob reference: `limit` defaults to 0. The string form has no limit of its own
+    and GenericJob no backoffLimit: by the one restart rule, it restarts nothing either."""
     doc = _example()
     for rs in doc["spec"]["replicaSpecs"]:
         rs.pop("restartPolicy")
@@ -234,7 +234,7 @@ def test_the_string_form_and_the_default_have_the_default_limit_0(
             rs["restartPolicy"] = policy
     job, _ = load_job(doc, manager)
     rules = [p.restart for p in manager.hooks_for("GenericJob").build_pods(job)]
-    assert rules == [RestartRule(policy=policy or "OnFailure", limit=0)] * 4
+    assert rules == [RestartRule(policy=policy or "OnFailure")] * 4
     doc["metadata"].update(namespace="ns", uid="job-uid")
     sim = Sim(doc, manager)
     sim.step()

@@ -12,16 +12,21 @@ __all__ = [
     "ADMISSION_ONLY_RULE",
     "FIXED_STATUS",
     "FIXED_SUBDOMAIN",
+    "HOSTS_WITHOUT_SUBDOMAIN",
     "INVALID_EXAMPLE_ADMITTED",
+    "LOST_REPLICA_IGNORED",
     "MOUNTS_UNDECLARED_SECRET",
     "OUT_OF_THE_GANG",
     "RESTARTING_COUNTS_AS_DONE",
     "RESTART_POLICY_IGNORED",
     "RUN_MODE_PROBLEMS_DROPPED",
+    "SCRIPT_THAT_DOES_NOT_PARSE",
+    "SPACE_JOINED_ARGUMENTS",
     "STATUS_NEVER_FILLED",
     "SUBDOMAIN_WITHOUT_SERVICE",
     "UNCOMPILABLE_CEL_RULE",
     "UNKNOWN_TRAINING_CONTAINER",
+    "UNRESOLVABLE_HOST",
     "with_spec_rule",
 ]
 
@@ -37,28 +42,64 @@ def t9kjobs_compute_status(replicas):
     return None
 """
 
-# Pods on the job's subdomain, but no headless Service of that name.
+# Pods on the job's subdomain, but no headless Service of that name (and no hostfile naming
+# them, which host_names_resolve would refuse as well).
 SUBDOMAIN_WITHOUT_SERVICE = """
+@hookimpl
+def t9kjobs_build_objects(job, pods):
+    return [config_map(job, f"{job.name}-hosts", {"hosts": ""})]
+"""
+FIXED_SUBDOMAIN = (
+    SUBDOMAIN_WITHOUT_SERVICE
+    + """
+@hookimpl
+def t9kjobs_build_objects(job, pods):
+    return [config_map(job, f"{job.name}-hosts", {"hosts": ""}), headless_service(job)]
+"""
+)
+
+# A hostfile naming `<pod>.<job>-workers`: a Service the job does not have.
+UNRESOLVABLE_HOST = """
+@hookimpl
+def t9kjobs_build_objects(job, pods):
+    hosts = [f"{p.name}.{job.name}-workers" for p in pods]
+    text = render_template(__package__, "hosts.j2", hosts=hosts)
+    return [config_map(job, f"{job.name}-hosts", {"hosts": text}), headless_service(job)]
+"""
+
+# Pods without the subdomain their hostfile names (`new_pod(..., subdomain=)` left out).
+HOSTS_WITHOUT_SUBDOMAIN = """
 @hookimpl
 def t9kjobs_build_pods(job):
     spec = job.spec_as(ConfJobSpec)
     return [
         DesiredPod(rs.type, i, RestartRule.of(rs.restart_policy),
-                   new_pod(job, rs.type, i, rs.template, subdomain=job.name))
+                   new_pod(job, rs.type, i, rs.template))
         for rs in spec.replica_specs for i in range(rs.replicas)
     ]
 """
-FIXED_SUBDOMAIN = (
-    SUBDOMAIN_WITHOUT_SERVICE
-    + """
-from t9kjobs.objects import headless_service
 
+# The container's arguments joined with " ".join into a shell line: a quote in one breaks it.
+SPACE_JOINED_ARGUMENTS = """
 @hookimpl
-def t9kjobs_build_objects(job, pods):
-    text = render_template(__package__, "hosts.j2", hosts=[p.name for p in pods])
-    return [config_map(job, f"{job.name}-hosts", {"hosts": text}), headless_service(job)]
+def t9kjobs_build_launch_command(job, pod):
+    container = pod.manifest["spec"]["containers"][0]
+    return ["/bin/bash", "-c", "exec " + " ".join(container.get("args") or ["true"])]
 """
-)
+
+# A script that does not parse (an unclosed `if`).
+SCRIPT_THAT_DOES_NOT_PARSE = """
+@hookimpl
+def t9kjobs_build_launch_command(job, pod):
+    return ["sh", "-c", "if [ -f /etc/hosts ]; then echo ok"]
+"""
+
+# Only the first replica's failure counts: another lost for good leaves the job Running.
+LOST_REPLICA_IGNORED = """
+@hookimpl
+def t9kjobs_compute_status(replicas):
+    return judge([r for r in replicas if r.index == 0 or not r.failed_for_good])
+"""
 
 # Pods that mount a Secret named after the job, which the plugin never returns as a child: the
 # name is whoever creates it first's.

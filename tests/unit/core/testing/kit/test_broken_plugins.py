@@ -108,6 +108,51 @@ BROKEN: list[tuple[str, str, list[str]]] = [
             "ConfJobStatus declares hosts, but the plugin implements no t9kjobs_update_status",
         ],
     ),
+    (
+        broken.UNRESOLVABLE_HOST,
+        "test_host_names_resolve[job.yaml]",
+        [
+            "job.yaml: ConfigMap conf-hosts key hosts names host 'conf-worker-0.conf-workers',"
+            " which never resolves: pod conf-worker-0 has subdomain 'conf', so"
+            " conf-worker-0.conf-workers is no name of it",
+            "name a pod as t9kjobs.objects.pod_host(job, pod)",
+        ],
+    ),
+    (
+        broken.HOSTS_WITHOUT_SUBDOMAIN,
+        "test_host_names_resolve[job.yaml]",
+        [
+            "names host 'conf-worker-0.conf', which never resolves: pod conf-worker-0 has no"
+            " spec.subdomain, so conf-worker-0.conf is no name of it",
+            "build its pods with new_pod(..., subdomain=job.name)",
+        ],
+    ),
+    (
+        broken.SPACE_JOINED_ARGUMENTS,
+        "test_arguments_survive_the_shell[job.yaml]",
+        [
+            "job.yaml: with spec.replicaSpecs[0].template.spec.containers[0].args[0] =",
+            "the script of pod conf-worker-0 container main (/bin/bash -c) does not parse",
+            "build command lines with shlex.join(argv)",
+        ],
+    ),
+    (
+        broken.SCRIPT_THAT_DOES_NOT_PARSE,
+        "test_scripts_parse[job.yaml]",
+        [
+            "job.yaml: the script of pod conf-worker-0 container main (sh -c) does not parse:",
+            "syntax error",
+        ],
+    ),
+    (
+        broken.LOST_REPLICA_IGNORED,
+        "test_compute_status_fails_on_lost_replicas[job.yaml]",
+        [
+            "job.yaml: with conf-worker-1 (worker) failed for good and the others Running,"
+            " compute_status returned no verdict",
+            "return Failed when any ReplicaState.failed_for_good",
+        ],
+    ),
 ]
 
 
@@ -123,6 +168,11 @@ BROKEN: list[tuple[str, str, list[str]]] = [
         "restart-policy",
         "gang",
         "status",
+        "unresolvable-host",
+        "hosts-without-subdomain",
+        "space-joined-arguments",
+        "script-does-not-parse",
+        "lost-replica-ignored",
     ],
 )
 def test_a_broken_plugin_fails_its_contract_only(
