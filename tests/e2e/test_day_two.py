@@ -8,11 +8,11 @@ here describe must say that a log cannot be read and still show everything else.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import pytest
 
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster, fresh_namespace
-from tests.e2e.operator import OperatorProcess, operator
+from tests.e2e.operator import REPO, OperatorProcess, operator
 
 __all__ = ["operator"]  # the fixture, imported for this module
 
@@ -220,7 +220,7 @@ def test_kubectl_plugin_form(cluster: Cluster, jobs: str) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "Name:       steady"
     version = t9kjobs(cluster, "--version", prog="kubectl")
-    ours = importlib.metadata.version("t9k-jobs")
+    ours = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert version.stdout.startswith(f"t9kjobs {ours} ")
     rows = [line.split() for line in version.stdout.splitlines()]
     assert ["generic", "t9k-jobs", ours, "bundled", "GenericJob"] in rows, version.stdout

@@ -5,9 +5,9 @@ and tests/real/test_day_two.py."""
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import subprocess
 import sys
+import tomllib
 import types
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from t9kjobs.cli.logs import parse_duration
 from t9kjobs.cli.progress import find_progress
 from t9kjobs.cli.version import version_text
 from t9kjobs.manager import PluginManager, load_plugins
+from tests.unit.conftest import REPO
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -278,7 +279,7 @@ def test_describe_text_says_why_a_job_waits_in_its_queue() -> None:
 
 def test_version_lists_bundled_and_third_party_plugins(manager: PluginManager) -> None:
     text = version_text(manager).splitlines()
-    ours = importlib.metadata.version("t9k-jobs")
+    ours = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert text[0].startswith(f"t9kjobs {ours} (python 3.")
     # Columns as wide as the longest plugin name.
     assert ["generic", "t9k-jobs", ours, "bundled", "GenericJob"] in [t.split() for t in text]
