@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale soak chaos demo demo-sim mutate clean
+.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress soak chaos demo demo-sim mutate clean
 
 # EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
 # `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
@@ -90,6 +90,12 @@ mutate: $(STAMP)
 # after each; about 15 min, not part of `make test`. SOAK_ARGS="--jobs 200 --waves 4" for less.
 soak: $(STAMP)
 	$(BIN)/python -m bench.soak $(SOAK_ARGS)
+
+# What reading training progress costs at 500 running jobs on KWOK (docs/benchmarks.md, "The
+# cost of progress"): with progress read (the defaults), then without (--progress-qps=0).
+bench-progress: $(STAMP)
+	$(BIN)/python -m bench.progress $(PROGRESS_ARGS)
+	$(BIN)/python -m bench.progress --ours-arg=--progress-qps=0 $(PROGRESS_ARGS)
 
 # The chaos tier at full size (docs/reliability.md): 200 jobs while the operator's two replicas
 # are killed 3 times and frozen twice and kube-apiserver restarted once. `make test` runs it

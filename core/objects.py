@@ -29,6 +29,7 @@ __all__ = [
     "ANNOTATION_LAUNCH_COMMAND",
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
+    "DECIDING",
     "ENV_LAUNCH_COMMAND",
     "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
@@ -40,6 +41,7 @@ __all__ = [
     "Obj",
     "child_kind",
     "config_map",
+    "deciding_replica",
     "find_container",
     "gpu_count",
     "headless_service",
@@ -49,6 +51,7 @@ __all__ = [
     "owner_reference",
     "pod_host",
     "pod_name",
+    "replica_id",
     "reserved_key",
     "secret",
     "service",
@@ -263,6 +266,21 @@ def headless_service(job: Job, name: str | None = None) -> Obj:
             "selector": owner_labels(job),
         },
     }
+
+
+# In this order, the first replica a job has decides its outcome (or runs its launcher): its
+# log is the one `describe` and `logs` show first, and the one its progress is read from.
+DECIDING = ("master-0", "launcher", "launcher-0", "worker-0")
+
+
+def replica_id(job_name: str, pod_name: str) -> str:
+    """`worker-1` for the pod `<job>-worker-1`: how a user names a replica."""
+    return pod_name.removeprefix(f"{job_name}-")
+
+
+def deciding_replica(ids: list[str]) -> str | None:
+    """The deciding replica among replica ids (`DECIDING`, else the first by name)."""
+    return next((i for i in DECIDING if i in ids), min(ids) if ids else None)
 
 
 def pod_host(job: Job, pod: str) -> str:

@@ -57,6 +57,7 @@ GROUPS: list[tuple[str, list[type[BaseModel]]]] = [
             models.ReplicaStatus,
             models.ContainerStatus,
             models.Aggregate,
+            models.TrainingProgress,
             models.JobCondition,
             models.DependentStatus,
             tensorboard.TensorBoardJobStatus,

@@ -22,9 +22,12 @@ from typing import Any
 from argcomplete.io import warn
 from argcomplete.shell_integration import shellcode
 
-from t9kjobs.cli.cluster import CliError, ClusterReader, JobRef, find_kind, replica_id
+from t9kjobs.cli.cluster import connect
+from t9kjobs.client.errors import ClientError
+from t9kjobs.client.reader import JobRef, find_kind
 from t9kjobs.kube.resources import job_resource
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
+from t9kjobs.objects import replica_id
 
 __all__ = [
     "EXECUTABLES",
@@ -55,14 +58,14 @@ def complete_job(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list
             }
             return sorted(f"{n}/" for n in names if n.startswith(prefix.lower()))
         info = find_kind(kind, manager)
-        reader, namespace = ClusterReader.connect(parsed_args, manager)
+        reader, namespace = connect(parsed_args, manager)
         listed = reader.transport.request("GET", job_resource(info).path(namespace))
         return [
             f"{kind}/{job['metadata']['name']}"
             for job in listed.get("items") or []
             if f"{kind}/{job['metadata']['name']}".startswith(prefix)
         ]
-    except (CliError, PluginError, OSError, ValueError) as exc:
+    except (ClientError, PluginError, OSError, ValueError) as exc:
         warn(f"t9kjobs: {exc}")
         return []
     except Exception:  # an API error, a broken kubeconfig: complete nothing
@@ -73,7 +76,7 @@ def complete_replica(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> 
     """The replicas of the job already on the line: `master-0`, `worker-1`, `launcher`."""
     with contextlib.suppress(Exception):
         manager = _manager(parsed_args)
-        reader, namespace = ClusterReader.connect(parsed_args, manager)
+        reader, namespace = connect(parsed_args, manager)
         ref = JobRef.parse(parsed_args.job, namespace, manager)
         status = reader.job(ref).get("status") or {}
         names = [r["name"] for t in status.get("tasks") or [] for r in t.get("replicas") or []]

@@ -12,7 +12,7 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
-from t9kjobs.cli.describe_facts import seconds_since
+from t9kjobs.client.describe import seconds_since
 
 __all__ = ["WIDTH", "render"]
 
@@ -82,13 +82,26 @@ def _render_header(facts: dict[str, Any], now: datetime) -> list[str]:
         out.append(f"Started:    {facts['startTime']} ({what} {elapsed})")
     if facts["completionTime"]:
         out.append(f"Finished:   {facts['completionTime']}")
-    progress = facts["progress"]
-    if progress and progress.get("error"):
-        out.append(f"Progress:   ({progress['error']})")
-    elif progress:
-        share = f"{progress['percent']:.0f}% " if progress.get("percent") is not None else ""
-        out.append(_cut(f"{share}{progress['replica']}: {progress['line']}", "Progress:   "))
+    if facts["progress"]:
+        out.append(_cut(progress_text(facts["progress"], now), "Progress:   "))
     return out
+
+
+def progress_text(progress: dict[str, Any], now: datetime) -> str:
+    """`40% (step 120/300), about 3m left; loss=0.41 (master-0, 20s ago)`."""
+    step, total = progress.get("step"), progress.get("totalSteps")
+    steps = f"step {step}/{total}" if total is not None else f"step {step}"
+    percent = progress.get("percent")
+    text = f"{percent:g}% ({steps})" if percent is not None else steps
+    left = progress.get("remainingSeconds")
+    if left is not None:
+        text += ", done" if left == 0 and percent == 100 else f", about {_age(left)} left"
+    metrics = progress.get("metrics") or {}
+    if metrics:
+        text += "; " + " ".join(f"{k}={v:g}" for k, v in metrics.items())
+    stamp = progress.get("lastUpdateTime")
+    who = progress.get("replica") or "?"
+    return text + (f" ({who}, {_ago(stamp, now)} ago)" if stamp else f" ({who})")
 
 
 def _render_conditions(facts: dict[str, Any], now: datetime) -> list[str]:

@@ -17,13 +17,13 @@ from typing import Any
 import argcomplete
 import yaml
 
-from t9kjobs.cli.cluster import CliError
 from t9kjobs.cli.completion import add_completion_parser, kubectl_complete
 from t9kjobs.cli.crds import add_crds_parser
 from t9kjobs.cli.describe import add_describe_parser
 from t9kjobs.cli.logs import add_logs_parser
 from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.cli.version import version_text
+from t9kjobs.client.errors import ClientError
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.models import API_GROUP, API_VERSION, Job
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
     except PluginError as exc:
         print(f"t9kjobs: plugin error: {exc}", file=sys.stderr)
         return 2
-    except CliError as exc:
+    except ClientError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
 

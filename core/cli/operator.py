@@ -44,6 +44,8 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         discovery_interval=args.discovery_interval,
         resync_period=args.resync_period,
         routine_events=args.routine_events,
+        progress_interval=args.progress_interval,
+        progress_qps=args.progress_qps,
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
@@ -149,6 +151,21 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         action="store_true",
         help="also post the Events that say only what a job's status says (PodsCreated for its"
         " first pods, Succeeded); off by default: a request a job each",
+    )
+    p.add_argument(
+        "--progress-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="read a running job's training progress from its log at most this often (default 30)",
+    )
+    p.add_argument(
+        "--progress-qps",
+        type=float,
+        default=5.0,
+        metavar="READS",
+        help="progress reads a second, all running jobs together (default 5; 0: progress is"
+        " not read): at 500 running jobs, each is read every 100 s",
     )
     p.add_argument(
         "--network-policy",

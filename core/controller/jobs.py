@@ -114,6 +114,9 @@ class JobController:
             supervisor.spawn(f"worker-{i}", lambda: work(self.queue, self.reconciler, self.metrics))
         if self.options.resync_period > 0:
             supervisor.spawn("resync", lambda: self._resync(supervisor.stop))
+        progress = self.reconciler.progress
+        if progress is not None and progress.qps > 0:
+            supervisor.spawn("progress", lambda: progress.run(supervisor.stop))
 
     def _resync(self, stop: threading.Event) -> None:
         """Every job in flight again every `resync_period` (+-10%, so replicas and restarts do

@@ -33,6 +33,7 @@ from t9kjobs.controller.jobs import JobController
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.options import Options
+from t9kjobs.controller.progress import ProgressReader
 from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
 from t9kjobs.controller.threads import Supervisor
@@ -51,8 +52,9 @@ from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
 from t9kjobs.objects import LABEL_OWNER_KIND
+from t9kjobs.planner import ProgressSource
 from t9kjobs.settings import Settings, configure
-from t9kjobs.vocabulary import Obj
+from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Operator", "Options"]
 
@@ -127,6 +129,14 @@ class Operator:
             routine_events=options.routine_events,
         )
         self.jobs = JobController(reconciler, options, self.metrics)
+        # A job whose progress changed is queued like one whose child changed: batched.
+        reconciler.progress = ProgressReader(
+            self.transport,
+            lambda key: self.jobs.queue.add_after(key, options.child_batch_period),
+            interval=options.progress_interval,
+            qps=options.progress_qps,
+            current=lambda key, source: _owns(reconciler.cache, key, source),
+        )
 
     @property
     def cache(self) -> Cache:
@@ -395,3 +405,10 @@ def _own_namespace() -> str:
         with open(path) as f:
             return f.read().strip()
     return os.environ.get("POD_NAMESPACE", "default")
+
+
+def _owns(cache: Cache, key: JobKey, source: ProgressSource) -> bool:
+    """Whether the cache holds the pod `source` names, of its uid: the job's own."""
+    pods = cache.child_stores.get("Pod")
+    pod = pods.get(key.namespace, source.pod) if pods is not None else None
+    return pod is not None and pod["metadata"].get("uid") == source.uid

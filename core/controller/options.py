@@ -56,3 +56,8 @@ class Options:
     # Queues, quotas and preemption with Kueue (t9kjobs.planner.queueing, docs/scheduling.md):
     # `auto` speaks to Kueue where the cluster serves its Workloads; `off` ignores its labels.
     kueue: Literal["auto", "off"] = "auto"
+    # Training progress read from running jobs' logs (t9kjobs.controller.progress): a job at
+    # most once every progress_interval seconds, all jobs together at most progress_qps reads
+    # a second (0: progress is not read).
+    progress_interval: float = 30.0
+    progress_qps: float = 5.0

@@ -39,6 +39,7 @@ from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.failing import CannotHandle, ChildRejected
 from t9kjobs.controller.ownership import Held, NameConflicts
+from t9kjobs.controller.progress import ProgressReader
 from t9kjobs.controller.result import AT_ONCE, DONE, Result
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.transport import ApiError, Transport
@@ -85,17 +86,20 @@ class Reconciler:
         creator: Executor | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         routine_events: bool = False,
+        progress: ProgressReader | None = None,
     ) -> None:
         """`api`: the client of every request; `plugins`: the hooks of each kind; `cache`:
         the informers' stores, replaced whole when discovery serves more (`Operator`);
         `events`: where Events go. `creator` runs a creation wave's requests at once
         (`Applier`); routine Events (`t9kjobs.planner.Event`) are posted only with
-        `routine_events`."""
+        `routine_events`. `progress` reads running jobs' progress from their logs (none
+        without)."""
         self.plugins = plugins
         self.cache = cache
         self.events = events
         self.clock = clock
         self.routine_events = routine_events
+        self.progress = progress
         self.conflicts = NameConflicts(api)
         self.apply = Applier(api, self.conflicts, creator)
         # The versions the last reconcile of a job read, when it found nothing to do; kept as
@@ -148,6 +152,8 @@ class Reconciler:
         """A deleted job: nothing about it is kept."""
         self.conflicts.forget(key)
         self._quiet.pop(key, None)
+        if self.progress is not None:
+            self.progress.forget(key)
 
     def unchanged(self, key: JobKey) -> bool:
         """Whether the job and its children are as the last reconcile of it found them, and
@@ -177,7 +183,9 @@ class Reconciler:
         children = cache.children(uid)  # as the plan reads them, and their versions
         versions = self._versions(raw, children)
         held = self.conflicts.still_held(key, uid, cache.child_stores)
-        the_plan = self._plan(job, held, children, problems)
+        the_plan = self._plan(key, job, held, children, problems)
+        if self.progress is not None:
+            self.progress.follow(key, the_plan.progress_source)
         found: Held = {}  # conflicts met by this reconcile's creations
         if the_plan.create and not the_plan.delete:
             # Creations: the status they lead to is the next reconcile's (module docstring).
@@ -213,11 +221,14 @@ class Reconciler:
         # A conflict met now is in the status of the next reconcile, at once.
         return AT_ONCE if found else Result(requeue)
 
-    def _plan(self, job: Job, held: Held, children: list[Obj], problems: list[Problem]) -> Plan:
+    def _plan(
+        self, key: JobKey, job: Job, held: Held, children: list[Obj], problems: list[Problem]
+    ) -> Plan:
+        reading = self.progress.reading(key) if self.progress is not None else None
         try:
             return plan(
                 job,
-                Observed.of(children, self.cache.absent_kinds, held, self.cache.kueue()),
+                Observed.of(children, self.cache.absent_kinds, held, self.cache.kueue(), reading),
                 self.clock(),
                 self.plugins.hooks_for(job.kind),
                 warnings=problems,

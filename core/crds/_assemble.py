@@ -71,6 +71,13 @@ def printer_columns() -> list[Json]:
         column("Age", "date", ".metadata.creationTimestamp", "Since the job was created."),
         column("Mode", "string", ".status.runMode", "Immediate, Debug or Pause.", 1),
         column(
+            "Progress",
+            "number",
+            ".status.progress.percent",
+            "Training progress in percent, as the program reports it.",
+            1,
+        ),
+        column(
             "Queue",
             "string",
             ".spec.scheduler.t9kScheduler.queue",

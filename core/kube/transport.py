@@ -120,12 +120,15 @@ def _check_fence() -> None:
         raise Fenced("write refused: this replica may have lost its Lease")
 
 
-def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
-    """`kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else the in-cluster config."""
+def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None
+) -> k8s_client.Configuration:
+    """`kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else the in-cluster config;
+    `context` names another context of the kubeconfig than its current one."""
     cfg = k8s_client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    if kubeconfig or os.path.exists(path):
-        k8s_config.load_kube_config(config_file=path, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    if kubeconfig or context or os.path.exists(path):
+        k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
     else:
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     return cfg
@@ -134,12 +137,14 @@ def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuratio
 _POD_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
-def default_namespace(kubeconfig: str | None = None) -> str:
-    """The namespace of the kubeconfig's current context, else the pod's own (in a cluster),
-    else `default`: what kubectl uses when no --namespace is given."""
+def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
+    """The namespace of the kubeconfig's current context (or of `context`), else the pod's
+    own (in a cluster), else `default`: what kubectl uses when no --namespace is given."""
     path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    if kubeconfig or os.path.exists(path):
-        _, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    if kubeconfig or context or os.path.exists(path):
+        contexts, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        if context is not None:
+            current = next((c for c in contexts or [] if c.get("name") == context), None)
         return str(((current or {}).get("context") or {}).get("namespace") or "default")
     try:
         with open(_POD_NAMESPACE) as f:

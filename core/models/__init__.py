@@ -72,6 +72,7 @@ from t9kjobs.models.status import (
     JobStatus,
     ReplicaStatus,
     TaskStatus,
+    TrainingProgress,
 )
 
 __all__ = [
@@ -127,6 +128,7 @@ __all__ = [
     "SshPodTemplate",
     "T9kScheduler",
     "TaskStatus",
+    "TrainingProgress",
     "check_replica_specs",
     "drop_nulls",
     "dump",

@@ -41,6 +41,7 @@ __all__ = [
     "JobStatus",
     "ReplicaStatus",
     "TaskStatus",
+    "TrainingProgress",
 ]
 
 JobPhase = Literal[
@@ -167,6 +168,39 @@ class DependentStatus(ApiModel):
     type: str | None = Field(default=None, description="Normal or Warning.")
 
 
+class TrainingProgress(_StatusModel):
+    """Training progress as the job's program reports it (`t9kjobs.progress`), read by the
+    operator from the log of the job's deciding replica."""
+
+    step: int | None = Field(default=None, ge=0, description="The step the program reached.")
+    total_steps: int | None = Field(
+        default=None, ge=0, description="The steps the program will run, when it says."
+    )
+    percent: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="step of totalSteps, from 0 to 100; 100 once the job Succeeded.",
+    )
+    remaining_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        description="An estimate of the time left: the steps left at the pace between the last"
+        " two reports.",
+    )
+    metrics: dict[str, float] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="The latest metrics the program reported, by name (loss, accuracy...).",
+    )
+    replica: str | None = Field(
+        default=None, description="The replica whose log reported it, e.g. `master-0`."
+    )
+    last_update_time: str | None = Field(
+        default=None, description="When the program printed its latest report (RFC 3339)."
+    )
+
+
 class JobCondition(_KeepsUnknownFields):
     """One observation of the job's state; lastTransitionTime changes only with `status`."""
 
@@ -216,6 +250,12 @@ class JobStatus(_KeepsUnknownFields):
     )
     run_mode: RunModeName | None = Field(
         default=None, description="The run mode in force: Immediate, Debug or Pause."
+    )
+    progress: TrainingProgress | None = Field(
+        default=None,
+        description="Training progress as the program reports it (docs/python.md, Progress):"
+        " step, total, percent, time left, metrics. Frozen once the job finished; 100 percent"
+        " when it Succeeded.",
     )
     reason: str | None = Field(
         default=None,

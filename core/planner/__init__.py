@@ -3,12 +3,22 @@
 `plan` judges a job in order (`plan`), through one `Situation` and the `Changes` of each step
 (`situation`): a job that keeps running (`running`), one that stops (`stopping`), the status
 they write (`status`), the pods it wants (`desired`) and how its replicas stand (`replicas`),
-where its pods are placed together (`placement`) and its place in a Kueue queue (`queueing`).
+where its pods are placed together (`placement`), its place in a Kueue queue (`queueing`) and
+its training progress (`progress`).
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
 from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
-from t9kjobs.planner.types import EngineHooks, Event, Kueue, ObjectRef, Observed, Plan
+from t9kjobs.planner.types import (
+    EngineHooks,
+    Event,
+    Kueue,
+    ObjectRef,
+    Observed,
+    Plan,
+    ProgressSource,
+    Reading,
+)
 
 __all__ = [
     "FOLDED_STATUS_SECONDS",
@@ -18,5 +28,7 @@ __all__ = [
     "ObjectRef",
     "Observed",
     "Plan",
+    "ProgressSource",
+    "Reading",
     "plan",
 ]

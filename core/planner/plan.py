@@ -30,6 +30,7 @@ from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import (
     WORKLOAD,
     admission,
@@ -42,7 +43,7 @@ from t9kjobs.planner.running import running
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
-from t9kjobs.planner.types import EngineHooks, Event, Observed, Plan
+from t9kjobs.planner.types import EngineHooks, Event, Observed, Plan, ProgressSource
 
 __all__ = ["FOLDED_STATUS_SECONDS", "plan"]
 
@@ -70,9 +71,11 @@ def plan(
     status = before.model_copy(deep=True)
     life = job.spec.lifecycle()
     ts = rfc3339(now)
+    source: ProgressSource | None = None
     if status.finished:
         changes = finished(status, observed, life)
     else:
+        record_progress(status, observed.progress)
         status.run_mode = life.run_mode.name
         if life.run_mode.paused:
             given_up = workload_objects(list(observed.objects.values()))
@@ -85,14 +88,19 @@ def plan(
                 held = admission(job, s.queued, status, observed, s.pods, ts)
             if held is None:
                 changes = _judge(s, status, hooks)
+                if status.phase == "Running":
+                    source = progress_source(job, s.pods, s.pods_by_name)
             else:
                 changes = held
                 count_ready(status)
+    if status.phase == "Succeeded" and before.phase != "Succeeded":
+        complete_progress(status)
     if status.finished:
         # Its Workload is declared Finished by the plan that finishes the job, or by a later
         # one if that write failed: the quota goes back to the queue.
         changes = replace(changes, patch_status=finished_workloads(status, observed, ts))
-    return _built(before, status, changes, observed, now, warnings, routine_events)
+    built = _built(before, status, changes, observed, now, warnings, routine_events)
+    return replace(built, progress_source=source)
 
 
 def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:

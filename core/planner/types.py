@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol
 
 from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
+from t9kjobs.progress import Report
 
-__all__ = ["EngineHooks", "Event", "Kueue", "ObjectRef", "Observed", "Plan", "Queued"]
+__all__ = [
+    "EngineHooks",
+    "Event",
+    "Kueue",
+    "ObjectRef",
+    "Observed",
+    "Plan",
+    "ProgressSource",
+    "Queued",
+    "Reading",
+]
 
 
 class EngineHooks(Protocol):
@@ -61,6 +73,28 @@ class Queued:
 
 
 @dataclass(frozen=True)
+class ProgressSource:
+    """Where a running job's progress is read: the container of one of its pods (the pod of
+    that uid, the job's own), and the regular expression its annotation gives for lines
+    without the marker (None: the default)."""
+
+    pod: str
+    uid: str
+    container: str | None
+    replica: str
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The newest report the controller read, and when the program printed it."""
+
+    report: Report
+    time: datetime
+    replica: str
+
+
+@dataclass(frozen=True)
 class Observed:
     """The children of one job that the cluster holds, keyed by (kind, name).
 
@@ -74,12 +108,16 @@ class Observed:
 
     `kueue`: Kueue's objects, where the operator watches Workloads and the cluster serves
     them; None elsewhere.
+
+    `progress`: the newest progress report the controller read from the job's log since the
+    operator started (`t9kjobs.planner.progress`); None when it read none.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
     conflicts: Mapping[tuple[str, str], str] = field(default_factory=dict)
     kueue: Kueue | None = None
+    progress: Reading | None = None
 
     @classmethod
     def of(
@@ -88,12 +126,14 @@ class Observed:
         absent_kinds: Iterable[str] = (),
         conflicts: Mapping[tuple[str, str], str] | None = None,
         kueue: Kueue | None = None,
+        progress: Reading | None = None,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
             frozenset(absent_kinds),
             dict(conflicts or {}),
             kueue,
+            progress,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:
@@ -148,3 +188,6 @@ class Plan:
     # A new job's first status may wait this many seconds more, to be folded into the one its
     # running pods bring (`t9kjobs.planner.plan`); None: it is written now if it changed.
     status_due_in: float | None = None
+    # Where the controller reads the progress of a running job (`t9kjobs.planner.progress`);
+    # None: it reads none (the job is not running, or has finished).
+    progress_source: ProgressSource | None = None

@@ -51,6 +51,11 @@ TIMEOUT="${T9KJOBS_UP_TIMEOUT:-180}"
 SERVICE_CIDR="10.96.0.0/16"
 SERVICE_IP="10.96.0.1" # first IP of SERVICE_CIDR: the `kubernetes` Service
 POD_CIDR="10.244.0.0/16"
+# KWOK nodes serve the pods of this one namespace a log: the lines of this file (CRI format:
+# `<RFC 3339> stdout F <text>`), which tests and benchmarks write (kwok/start.sh). Pods of
+# every other namespace have none, like the simulated containers they are.
+KWOK_LOG_NAMESPACE=t9kjobs-kwok-logs
+KWOK_LOG_FILE="$D/kwok-logs/pods.log"
 
 command -v openssl >/dev/null || cluster_die "openssl is required (apt-get install openssl)"
 command -v python3 >/dev/null || cluster_die "python3 is required"
@@ -101,10 +106,10 @@ mkdir -p "$D/pki" "$D/pids" "$D/logs" "$D/kwok-home"
 chmod 700 "$D/pki"
 
 # ---------------------------------------------------------------- ports
-read -r P_ETCD P_ETCD_PEER P_API P_KCM P_SCHED P_KUBELET_HEALTHZ P_DNS_READY P_DNS_HEALTH < <(python3 - <<'EOF'
+read -r P_ETCD P_ETCD_PEER P_API P_KCM P_SCHED P_KUBELET_HEALTHZ P_DNS_READY P_DNS_HEALTH P_KWOK < <(python3 - <<'EOF'
 import socket
 socks = []
-for _ in range(8):
+for _ in range(9):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -156,6 +161,9 @@ sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
 # kwok writes node and pod status, node leases and deletes pods on behalf of every fake
 # kubelet; like kwokctl, we give it cluster-admin rights (it is test infrastructure).
 sign kwok "/O=system:masters/CN=kwok-controller" clientAuth
+# The fake nodes' kubelet endpoint, served by kwok (pod logs: kwok/start.sh); kube-apiserver
+# checks it against the cluster CA (--kubelet-certificate-authority).
+sign kwok-kubelet "/CN=kwok-kubelet" serverAuth "IP:127.0.0.1,DNS:localhost"
 # Front proxy (request-header authentication, for aggregated API servers): its own CA.
 newca front-proxy-ca "/CN=t9kjobs-front-proxy-ca"
 SIGN_CA=front-proxy-ca sign front-proxy-client "/CN=front-proxy-client" clientAuth
@@ -204,6 +212,9 @@ ETCD_PORT=$P_ETCD
 ETCD_PEER_PORT=$P_ETCD_PEER
 KCM_PORT=$P_KCM
 SCHEDULER_PORT=$P_SCHED
+KWOK_PORT=$P_KWOK
+KWOK_LOG_NAMESPACE=$KWOK_LOG_NAMESPACE
+KWOK_LOG_FILE=$KWOK_LOG_FILE
 SERVICE_CIDR=$SERVICE_CIDR
 POD_CIDR=$POD_CIDR
 NODES=$NODES

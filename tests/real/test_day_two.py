@@ -1,6 +1,6 @@
 """Day two on the real node, where pods have logs: `t9kjobs logs` of one replica, of every
 replica interleaved, followed across a restart; `t9kjobs describe` of a running job (elapsed
-time, progress from the deciding replica's log) and of a failed one (exit code, last log lines).
+time, progress the operator read from the deciding replica's log) and of a failed one (exit code, last log lines).
 
 The jobs run shell loops in the trainer image: quick, and their output known line by line.
 The flaky worker learns which incarnation it is from its pod's annotation
@@ -20,6 +20,8 @@ from tests.e2e.operator import OperatorProcess, operator
 from tests.real.jobs import apply, job, scripted, wait_finished, wait_for
 
 __all__ = ["operator"]  # the fixture, imported for this module
+# Progress read every 2 s, so that describe shows it within seconds of the job's start.
+OPERATOR_ARGS = ("--progress-interval", "2")
 
 T9KJOBS = str(Path(sys.executable).parent / "t9kjobs")
 
@@ -97,16 +99,26 @@ def test_logs_all_and_describe_of_a_running_job_with_progress(
         "[worker-1] worker step 4"
     )
 
-    described = t9kjobs(cluster, "describe", "gj/steady", "-n", namespace)
-    assert described.returncode == 0, described.stderr
+    described = cluster.poll(
+        lambda: (
+            (d := t9kjobs(cluster, "describe", "gj/steady", "-n", namespace)).returncode == 0
+            and "Progress:" in d.stdout
+            and d
+        ),
+        timeout=60,
+        interval=1,
+        message="describe to show the progress read from master-0's log",
+    )
     text = described.stdout.splitlines()
     assert all(len(line) <= 80 for line in text), described.stdout
     started = next(line for line in text if line.startswith("Started:"))
     assert re.search(r"\(running \d+s\)$", started), started
     progress = next(line for line in text if line.startswith("Progress:"))
-    assert re.fullmatch(r"Progress:   \d+% master-0: step (\d+)/600 loss=0\.\d+", progress), (
-        progress
-    )
+    # `step i/600` lines, not marked ones: free-form progress, without metrics.
+    assert re.fullmatch(
+        r"Progress:   [\d.]+% \(step \d+/600\)(, about \S+ left)? \(master-0, \d+s ago\)",
+        progress,
+    ), progress
     # a `bash -c SCRIPT` wrapper shows its script (docs/observability.md)
     assert '  worker-0, worker-1: for i in $(seq 1 600); do echo "worker step $i"; sleep 1;' in (
         described.stdout

@@ -6,7 +6,7 @@ The operator runs as a process beside the cluster (as in the KWOK tier); the job
 env vars (GenericJob), torchrun with a c10d rendezvous (PyTorchTrainingJob), DeepSpeed's
 launcher over pdsh and ssh (DeepSpeedJob) and `colossalai run` over ssh (ColossalAIJob). The
 four run at once. From the pods' logs: every rank of the world took part, and its loss went
-down; from the API: the job Succeeded, with its Events.
+down; from the API: the job Succeeded, with its Events, and its progress read from its log.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from tests.real.jobs import apply, assert_trained, events_of, get, job_logs, rep
 
 __all__ = ["operator"]  # the fixture, imported for this module
 # The Succeeded Event is routine (its Completed condition says the same): asked for here, so
-# that the real tier proves the flag on a real API server too.
-OPERATOR_ARGS = ("--routine-events",)
+# that the real tier proves the flag on a real API server too. Progress is read every 2 s.
+OPERATOR_ARGS = ("--routine-events", "--progress-interval", "2")
 
 RUNNABLE_MARK = "Runs as written on the real node"
 
@@ -69,3 +69,9 @@ def test_every_kind_trains_from_its_runnable_example(
         assert_trained(logs, expected_world[name], name)
         reasons = {e["reason"] for e in events_of(cluster, namespace, name)}
         assert "Succeeded" in reasons, f"{name}: {reasons}"
+        # Its progress, read while it trained from rank 0's lines in the deciding replica's log
+        # (the launcher's for DeepSpeed and ColossalAI: their workers' output comes through it).
+        progress = job["status"].get("progress")
+        assert progress is not None, f"{name}: no progress read while it trained"
+        assert progress["percent"] == 100 and progress["step"] == progress["totalSteps"], progress
+        assert "loss" in progress["metrics"], progress

@@ -3,14 +3,37 @@
 # (D, BIN, KUBECTL, NODES, POD_CIDR) and functions (start, wait_for).
 # shellcheck shell=bash
 
+# The nodes' kubelet endpoint is kwok's server on 127.0.0.1:$P_KWOK (TLS by the cluster CA):
+# it serves a log to the pods of $KWOK_LOG_NAMESPACE only, the lines of $KWOK_LOG_FILE, which
+# a test or a benchmark appends to (the operator reads progress from logs; docs/cluster.md).
+# kwok reads the file on every request; its first line must be in CRI form.
+mkdir -p "$(dirname "$KWOK_LOG_FILE")"
+[[ -s $KWOK_LOG_FILE ]] || echo "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ) stdout F kwok: the log of a simulated pod" >"$KWOK_LOG_FILE"
+cat >"$D/kwok-logs/logs.yaml" <<LOGS
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: t9kjobs-kwok-logs
+spec:
+  selector:
+    matchNamespaces: [$KWOK_LOG_NAMESPACE]
+  logs:
+  - logsFile: $KWOK_LOG_FILE
+LOGS
+
 # HOME is pointed into the cluster dir so a ~/.kwok/kwok.yaml of the user is not loaded.
 start kwok env HOME="$D/kwok-home" "$BIN/kwok" \
 	--kubeconfig="$D/kwok.kubeconfig" \
 	--config="$CLUSTER_HACK_DIR/stages/node.yaml" \
 	--config="$CLUSTER_HACK_DIR/stages/pod.yaml" \
+	--config="$D/kwok-logs/logs.yaml" \
 	--manage-all-nodes=false \
 	--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
 	--node-ip=127.0.0.1 \
+	--node-port="$P_KWOK" \
+	--server-address="127.0.0.1:$P_KWOK" \
+	--tls-cert-file="$D/pki/kwok-kubelet.crt" \
+	--tls-private-key-file="$D/pki/kwok-kubelet.key" \
 	--cidr="$POD_CIDR" \
 	--node-lease-duration-seconds=40
 

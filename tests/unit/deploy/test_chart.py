@@ -163,6 +163,7 @@ def test_rbac_names_exact_resources_and_verbs(
     job_kinds = {r for g, r in granted if g == "batch.tensorstack.dev" and "/" not in r}
     assert sorted(job_kinds) == plurals
     assert granted[("", "pods")] == {"list", "watch", "create", "delete"}
+    assert granted[("", "pods/log")] == {"get"}  # training progress, read from the log
     assert granted[("", "secrets")] == {"list", "watch", "create", "delete"}
     assert granted[("", "events")] == {"create"}
     lease = one(objects, "Role")["rules"]

@@ -8,7 +8,12 @@ prints lines the tests read:
 
     start rank=R world=W local_rank=L host=H restart=N   (N: torchrun's restart count, or -)
     step S rank=R world=W loss=X          (every --log-every steps)
+    T9KJOBS_PROGRESS step=S total=T loss=X  (rank 0, every --log-every steps and the last)
     done rank=R world=W first_loss=X last_loss=Y steps=S
+
+The `T9KJOBS_PROGRESS` line is the training progress the operator puts in the job's status
+(docs/python.md, "Progress"): this image does not carry t9k-jobs, so the script prints the
+line `t9kjobs.progress.report` would print.
 
 ``--fail-rank R`` makes global rank R raise after ``--fail-after`` steps (failure tests);
 ``--deepspeed`` trains through ``deepspeed.initialize`` (ZeRO stage 0 on CPU);
@@ -135,6 +140,8 @@ def main(argv: list[str]) -> int:
             first = last
         if step % args.log_every == 0 or step == 1:
             say(f"step {step} rank={rank} world={world} loss={last:.5f}")
+        if rank == 0 and (step % args.log_every == 0 or step == args.steps):
+            say(f"T9KJOBS_PROGRESS step={step} total={args.steps} loss={last:.5f}")
         if args.sleep:
             time.sleep(args.sleep)
     # every rank agrees on the weights: all-reduce a checksum and compare

@@ -1,5 +1,5 @@
-"""The pure parts of describe, logs, --version and completion: names, durations, progress lines,
-the 80-column text, the plugin table. Their cluster side is tested in tests/e2e/test_day_two.py
+"""The pure parts of describe, logs, --version and completion: names, durations, the 80-column
+text, the plugin table (progress lines: tests/unit/core/test_progress.py). Their cluster side is tested in tests/e2e/test_day_two.py
 and tests/real/test_day_two.py."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.cli.cluster import CliError, JobRef, deciding_replica, find_kind, replica_id
 from t9kjobs.cli.completion import complete_job
 from t9kjobs.cli.describe_text import _age, _shown_command, render
 from t9kjobs.cli.logs import parse_duration
-from t9kjobs.cli.progress import find_progress
 from t9kjobs.cli.version import version_text
+from t9kjobs.client import ClientError, UnknownKind
+from t9kjobs.client.reader import JobRef, find_kind
 from t9kjobs.manager import PluginManager, load_plugins
+from t9kjobs.objects import deciding_replica, replica_id
 from tests.unit.conftest import REPO
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -48,10 +49,10 @@ def test_kinds_by_any_of_their_names(manager: PluginManager, text: str, kind: st
 
 
 def test_bad_job_names_say_what_is_expected(manager: PluginManager) -> None:
-    with pytest.raises(CliError, match=r"'my-job': name a job as KIND/NAME, e.g. gj/my-job"):
+    with pytest.raises(ClientError, match=r"'my-job': name a job as KIND/NAME, e.g. gj/my-job"):
         JobRef.parse("my-job", "ns", manager)
     with pytest.raises(
-        CliError, match=r"unknown kind 'tfjob'; the loaded plugins serve .*GenericJob \(gj\)"
+        UnknownKind, match=r"unknown kind 'tfjob'; the loaded plugins serve .*GenericJob \(gj\)"
     ):
         JobRef.parse("tfjob/x", "ns", manager)
     assert str(JobRef.parse("ptj/x", "ns", manager)) == "PyTorchTrainingJob/x"
@@ -82,25 +83,6 @@ def test_bad_durations(text: str) -> None:
 
 def test_ages_read_as_kubectl_shows_them() -> None:
     assert [_age(s) for s in (3, 192, 900, 7500, 300000)] == ["3s", "3m12s", "15m", "2h5m", "3d11h"]
-
-
-def test_progress_is_the_last_matching_line() -> None:
-    lines = ["starting", "step 1 rank=0 loss=2.0", "Epoch 3/10 loss=0.5", "saving", "done"]
-    found = find_progress(lines)
-    assert found is not None and (found.line, found.done, found.total) == (
-        "Epoch 3/10 loss=0.5",
-        3,
-        10,
-    )
-    assert found.percent == 30.0
-    bare = find_progress(["step 120 rank=0 world=6 loss=0.1"])
-    assert bare is not None and (bare.done, bare.total, bare.percent) == (120, None, None)
-    assert find_progress(["iter=500/1000"]) is not None
-    assert find_progress(["stepping", "steps=300", "no progress here"]) is None
-    own = find_progress(["[42 of 50] batches"], r"\[(?P<done>\d+) of (?P<total>\d+)\]")
-    assert own is not None and own.percent == 84.0
-    with pytest.raises(ValueError, match=r"batch\.tensorstack\.dev/progress-pattern: "):
-        find_progress(["x"], "(unclosed")
 
 
 def test_a_shell_wrapper_shows_the_command_it_execs() -> None:
@@ -206,10 +188,12 @@ def test_describe_text_fits_80_columns_and_says_everything() -> None:
 def test_describe_text_of_a_running_job_with_progress() -> None:
     progress = {
         "replica": "master-0",
-        "line": "step 30/120 loss=0.4",
-        "done": 30,
-        "total": 120,
+        "step": 30,
+        "totalSteps": 120,
         "percent": 25.0,
+        "remainingSeconds": 190,
+        "metrics": {"loss": 0.4},
+        "lastUpdateTime": "2026-01-01T11:59:40Z",
     }
     facts = _facts(
         phase="Running",
@@ -230,7 +214,7 @@ def test_describe_text_of_a_running_job_with_progress() -> None:
     lines = render(facts, NOW).splitlines()
     assert lines[3] == "Phase:      Running for 2m5s (Debug mode)"
     assert "Started:    2026-01-01T11:00:01Z (running 1m4s)" in lines
-    assert "Progress:   25% master-0: step 30/120 loss=0.4" in lines
+    assert "Progress:   25% (step 30/120), about 3m10s left; loss=0.4 (master-0, 20s ago)" in lines
     assert "  (none yet: the operator has not seen the job)" in lines
     assert "Cleanup:    policy None, keeping launcher; applies when the job finishes" in lines
     assert lines[-1] == "  (none)"

@@ -1,9 +1,12 @@
-"""The facts `t9kjobs describe` shows, gathered from the API server, as JSON-ready data.
+"""The facts `t9kjobs describe` shows (and `Client.describe` returns), gathered from the API
+server, as JSON-ready data.
 
-Kept apart from their text (`t9kjobs.cli.describe_text`) so that `-o json` and the 80-column
-text say the same things: this module reads the job, its pods, their logs, ConfigMaps and
-Events (`t9kjobs.cli.cluster`), and the launch commands from the pods themselves or, when a pod
-is gone, as the job's plugin builds them; it formats nothing.
+Kept apart from their text (`t9kjobs.cli.describe_text`) so that `-o json`, the client and the
+80-column text say the same things: this module reads the job, its pods, their logs,
+ConfigMaps and Events (`t9kjobs.client.reader`), and the launch commands from the pods
+themselves or, when a pod is gone, as the job's plugin builds them; it formats nothing. The
+training progress is the job's `status.progress`, which the operator reads from the deciding
+replica's log (`t9kjobs.progress`).
 """
 
 from __future__ import annotations
@@ -12,25 +15,16 @@ import shlex
 from datetime import UTC, datetime
 from typing import Any
 
-from t9kjobs.cli.cluster import (
-    ClusterReader,
-    JobRef,
-    deciding_replica,
-    event_time,
-    replica_id,
-    training_container,
-)
-from t9kjobs.cli.progress import ANNOTATION_PROGRESS_PATTERN, find_progress
+from t9kjobs.client.reader import ClusterReader, JobRef, event_time, training_container
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import Job
-from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container
+from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container, replica_id
 from t9kjobs.planner.conditions import parse_time
 
-__all__ = ["EVENTS", "LOG_LINES", "PROGRESS_TAIL", "describe", "seconds_since"]
+__all__ = ["EVENTS", "LOG_LINES", "describe", "seconds_since"]
 
 LOG_LINES = 5  # last log lines shown for a failed or restarted replica
 EVENTS = 15  # most recent Events shown
-PROGRESS_TAIL = 200  # log lines of the deciding replica searched for progress
 
 # The condition whose lastTransitionTime says since when the job is in each phase.
 _PHASE_CONDITION = {
@@ -103,6 +97,8 @@ class _Describer:
             )
             return [line.partition(" ")[2] for line in got], None
         except ApiError as exc:
+            if self.reader.on_simulated_node(self.pods[pod_name]):
+                return [], "no log: the pod runs on a simulated (KWOK) node, which keeps no logs"
             return [], f"no log: {exc}"
         except OSError as exc:
             return [], f"no log: {exc}"
@@ -140,26 +136,8 @@ class _Describer:
         }
 
     def progress(self) -> dict[str, Any] | None:
-        ids = [replica_id(self.ref.name, n) for n in self._replica_names()]
-        deciding = deciding_replica(ids)
-        if deciding is None or self.status.get("phase") != "Running":
-            return None
-        pod_name = f"{self.ref.name}-{deciding}"
-        lines, _ = self._log_tail(pod_name, PROGRESS_TAIL)
-        pattern = (self.raw["metadata"].get("annotations") or {}).get(ANNOTATION_PROGRESS_PATTERN)
-        try:
-            found = find_progress(lines, pattern)
-        except ValueError as exc:
-            return {"replica": deciding, "error": str(exc)}
-        if found is None:
-            return None
-        return {
-            "replica": deciding,
-            "line": found.line,
-            "done": found.done,
-            "total": found.total,
-            "percent": found.percent,
-        }
+        progress = self.status.get("progress")
+        return dict(progress) if isinstance(progress, dict) and progress else None
 
     def conditions(self) -> list[dict[str, Any]]:
         return [

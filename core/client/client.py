@@ -1,0 +1,390 @@
+"""`Client`: everything the CLI does for a job, from Python, typed with the plugins' models.
+
+A job is named by a `Job` (as `get` returns it), by `"KIND/NAME"` (`"gj/mnist"`: any name of
+the kind `kubectl` takes), or by a kind and a name (`client.get("GenericJob", "mnist")`); its
+namespace is the one given, else the job's own, else the client's. Jobs come back as `Job`s
+whose spec and status are the models of the kind's plugin (third-party kinds too: every plugin
+installed is loaded), with `status.progress` as the operator read it from the job's log.
+
+Creation checks the job as `t9kjobs validate` does before anything is sent; every refusal is
+a `ClientError` (`t9kjobs.client.errors`) with the field path or the API's reason.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+from t9kjobs.client.describe import describe
+from t9kjobs.client.errors import (
+    ClientError,
+    JobEnded,
+    JobInvalid,
+    JobNotFound,
+    NoCluster,
+    WaitTimeout,
+)
+from t9kjobs.client.logs import JobLogs, LogLine
+from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind
+from t9kjobs.kinds import Problem
+from t9kjobs.kube.resources import job_resource
+from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
+from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, parse_job, submitted
+from t9kjobs.manager import PluginManager, load_plugins
+from t9kjobs.models import FINISHED_PHASES, Job, dump
+from t9kjobs.vocabulary import Obj
+
+__all__ = ["Client", "JobEvent"]
+
+JobLike = Job | str
+Source = Job | Mapping[str, Any] | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """An Event about a job or one of its pods."""
+
+    time: str
+    type: str
+    reason: str
+    about: str  # `Pod/mnist-worker-0`, `GenericJob/mnist`
+    message: str
+    count: int = 1
+
+
+def _manifest(job: Job) -> dict[str, Any]:
+    """The manifest of a Job built in Python: what the API server takes."""
+    meta = job.metadata.model_dump(by_alias=True, exclude_none=True, mode="json")
+    meta.pop("uid", None)
+    kept = {
+        k: v
+        for k, v in meta.items()
+        if k in ("name", "namespace", "labels", "annotations", "generateName") and v != {}
+    }
+    return {
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "metadata": kept,
+        "spec": dump(job.spec),
+    }
+
+
+def _configuration(
+    kubeconfig: str | os.PathLike[str] | None, context: str | None, api_client: Any
+) -> k8s_client.Configuration:
+    if api_client is not None:
+        # A kubernetes ApiClient, or its Configuration: its host, TLS files and token.
+        cfg = getattr(api_client, "configuration", api_client)
+        if not isinstance(cfg, k8s_client.Configuration):
+            raise TypeError(
+                "api_client: give a kubernetes.client.ApiClient or kubernetes.client.Configuration,"
+                f" not {type(api_client).__name__}"
+            )
+        return cfg
+    try:
+        return load_configuration(os.fspath(kubeconfig) if kubeconfig else None, context)
+    except Exception as exc:  # no kubeconfig, a broken one, not in a cluster
+        raise NoCluster(f"no cluster to talk to: {exc}") from None
+
+
+class Client:
+    """Jobs on one cluster.
+
+    `kubeconfig` (a path) and `context` choose the cluster as kubectl does ($KUBECONFIG,
+    else ~/.kube/config, else the pod's own service account when running in a cluster);
+    `api_client`, a `kubernetes.client.ApiClient` (or its `Configuration`), is used as it is.
+    `namespace` is where jobs are unless named otherwise (default: the context's, else the
+    pod's, else `default`). `plugins` is the plugin manager (default: every installed plugin).
+    """
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        api_client: Any = None,
+        namespace: str | None = None,
+        plugins: PluginManager | None = None,
+    ) -> None:
+        cfg = _configuration(kubeconfig, context, api_client)
+        self.plugins = plugins if plugins is not None else load_plugins()
+        if namespace is None:
+            try:
+                path = os.fspath(kubeconfig) if kubeconfig else None
+                namespace = (
+                    "default" if api_client is not None else default_namespace(path, context)
+                )
+            except Exception:
+                namespace = "default"
+        self.namespace = namespace
+        self.reader = ClusterReader(Transport(cfg, qps=0), self.plugins)
+
+    # -- naming --------------------------------------------------------------------------------
+
+    def kinds(self) -> builtins.list[str]:
+        """The kinds the loaded plugins serve."""
+        return sorted(self.plugins.kinds)
+
+    def ref(self, job: JobLike, name: str | None = None, namespace: str | None = None) -> JobRef:
+        """The job `job` (and `name`) names, in `namespace` (else its own, else the client's)."""
+        if isinstance(job, Job):
+            info = find_kind(job.kind, self.plugins)
+            return JobRef(info, job.name, namespace or job.namespace or self.namespace)
+        if name is None:
+            return JobRef.parse(job, namespace or self.namespace, self.plugins)
+        return JobRef(find_kind(job, self.plugins), name, namespace or self.namespace)
+
+    def _typed(self, raw: Obj) -> Job:
+        try:
+            return parse_job(raw, self.plugins)
+        except JobError as exc:
+            meta = raw.get("metadata") or {}
+            raise JobInvalid(f"{raw.get('kind')}/{meta.get('name')}", exc.problems) from None
+
+    # -- create, get, list -------------------------------------------------------------------
+
+    def check(self, source: Source, namespace: str | None = None) -> dict[str, Any]:
+        """The manifest of `source` (a Job, a dict, or the path of a YAML or JSON file with one
+        job), checked as `t9kjobs validate` checks it; JobInvalid with every problem's field
+        path, and a `UserWarning` for each warning."""
+        what = "the job"
+        if isinstance(source, Job):
+            doc = _manifest(source)
+        elif isinstance(source, Mapping):
+            doc = dict(source)
+        else:
+            path = Path(source)
+            what = str(path)
+            try:
+                docs = load_documents(path.read_bytes(), str(path))
+            except OSError as exc:
+                raise ClientError(f"cannot read {path}: {exc.strerror or exc}") from None
+            except Unreadable as exc:
+                raise ClientError(f"cannot read {path}: {exc}") from None
+            except JobError as exc:
+                raise JobInvalid(what, exc.problems) from None
+            if len(docs) != 1:
+                raise ClientError(f"{path} holds {len(docs)} documents; create one job a call")
+            doc = docs[0]
+        meta = doc.get("metadata")
+        if isinstance(meta, dict):
+            given = meta.get("namespace")
+            if given and namespace and given != namespace:
+                raise JobInvalid(
+                    what,
+                    [Problem("metadata.namespace", f"{given!r}, but namespace={namespace!r}")],
+                )
+            doc["metadata"] = {**meta, "namespace": given or namespace or self.namespace}
+        try:
+            doc, ignored = submitted(doc)
+            _, found = load_job(doc, self.plugins)
+        except JobError as exc:
+            raise JobInvalid(what, exc.problems) from None
+        for problem in [*ignored, *found]:
+            warnings.warn(f"{what}: {problem}", UserWarning, stacklevel=3)
+        return doc
+
+    def create(self, source: Source, *, namespace: str | None = None) -> Job:
+        """Submit a job (see `check`); the job as the API server stored it."""
+        doc = self.check(source, namespace)
+        info = find_kind(str(doc["kind"]), self.plugins)
+        meta = doc["metadata"]
+        name = meta.get("name") or f"{meta.get('generateName', '')}<generated>"
+        what = f"{info.kind}/{name} in namespace {meta['namespace']}"
+        path = job_resource(info).path(meta["namespace"])
+        return self._typed(self.reader.call("POST", path, what, body=doc))
+
+    def get(self, job: JobLike, name: str | None = None, *, namespace: str | None = None) -> Job:
+        """The job, with its status."""
+        return self._typed(self.reader.job(self.ref(job, name, namespace)))
+
+    def list(
+        self,
+        kind: str | None = None,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+        labels: str | Mapping[str, str] | None = None,
+    ) -> builtins.list[Job]:
+        """The jobs of `kind` (every kind for None) in the namespace, or in all of them, that
+        carry `labels` (a selector such as `team=a,stage!=dev`, or a dict of equalities)."""
+        selector = (
+            ",".join(f"{k}={v}" for k, v in labels.items())
+            if isinstance(labels, Mapping)
+            else labels
+        )
+        infos = [find_kind(kind, self.plugins)] if kind else list(self.plugins.kinds.values())
+        where = None if all_namespaces else (namespace or self.namespace)
+        found = [
+            self._typed(raw) for info in infos for raw in self.reader.jobs(info, where, selector)
+        ]
+        return sorted(found, key=lambda j: (j.kind, j.namespace, j.name))
+
+    # -- waiting ------------------------------------------------------------------------------
+
+    def wait(
+        self,
+        job: JobLike,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        phase: str | Iterable[str] | None = None,
+        timeout: float = 600.0,
+        interval: float = 2.0,
+        callback: Callable[[Job], None] | None = None,
+    ) -> Job:
+        """Wait until the job is in `phase` (one or several; None: any final phase, Succeeded
+        or Failed) and return it. `callback` is called with the job whenever its phase or its
+        progress changed. WaitTimeout after `timeout` seconds; JobEnded when the job finished
+        in a phase not waited for."""
+        ref = self.ref(job, name, namespace)
+        wanted = (
+            set(FINISHED_PHASES)
+            if phase is None
+            else {phase}
+            if isinstance(phase, str)
+            else set(phase)
+        )
+        deadline = time.monotonic() + timeout
+        seen: Any = None
+        while True:
+            current = self._typed(self.reader.job(ref))
+            status = current.status
+            look = (status.phase, status.progress)
+            if callback is not None and look != seen:
+                callback(current)
+            seen = look
+            if status.phase in wanted:
+                return current
+            if status.finished:
+                why = f": {status.reason}" if status.reason else ""
+                raise JobEnded(
+                    f"{ref} {status.phase}{why}, while waiting for {' or '.join(sorted(wanted))}",
+                    current,
+                )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(
+                    f"{ref} is still {status.phase or 'without a status'} after {timeout:g}s"
+                    f" (waiting for {' or '.join(sorted(wanted))})",
+                    current,
+                )
+            time.sleep(min(interval, left))
+
+    # -- logs, events, describe ----------------------------------------------------------------
+
+    def logs(
+        self,
+        job: JobLike,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        replica: str | None = None,
+        all_replicas: bool = False,
+        follow: bool = False,
+        tail: int | None = None,
+        since: int | None = None,
+        container: str | None = None,
+    ) -> Iterator[LogLine]:
+        """The job's log lines, each tagged with its replica: of `replica` (default the
+        deciding one: master-0, launcher, worker-0) or of all replicas; `follow` follows
+        across restarts until the job finishes. `tail`: the last lines of each pod; `since`:
+        seconds back. NoLog when a replica's log cannot be read (its pod gone, or on a
+        simulated node)."""
+        if replica is not None and all_replicas:
+            raise ClientError("give a replica or all_replicas, not both")
+        logs = JobLogs(self.reader, self.ref(job, name, namespace), container)
+        if all_replicas:
+            return logs.follow_all(tail, since) if follow else iter(logs.all_once(tail, since))
+        which, pod = logs.resolve(replica, wait=follow)
+        return (
+            logs.follow(which, pod, tail, since)
+            if follow
+            else iter(logs.once(which, pod, tail, since))
+        )
+
+    def events(
+        self, job: JobLike, name: str | None = None, *, namespace: str | None = None
+    ) -> builtins.list[JobEvent]:
+        """The Events about the job and its pods, oldest first."""
+        ref = self.ref(job, name, namespace)
+        raw = self.reader.job(ref)
+        uids = {raw["metadata"].get("uid")} | {
+            p["metadata"].get("uid") for p in self.reader.pods(ref)
+        }
+        return [
+            JobEvent(
+                time=event_time(e),
+                type=str(e.get("type") or ""),
+                reason=str(e.get("reason") or ""),
+                about=f"{e['involvedObject'].get('kind')}/{e['involvedObject'].get('name')}",
+                message=str(e.get("message") or "").strip(),
+                count=int(e.get("count") or 1),
+            )
+            for e in self.reader.events(ref.namespace, {u for u in uids if u})
+        ]
+
+    def describe(
+        self, job: JobLike, name: str | None = None, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """What `t9kjobs describe -o json` prints: phase, progress, conditions, replicas with
+        exit codes and last log lines, launch commands, hostfile, cleanup, Events."""
+        return describe(self.reader, self.ref(job, name, namespace))
+
+    # -- delete, pause, resume ---------------------------------------------------------------
+
+    def delete(
+        self,
+        job: JobLike,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        wait: bool = False,
+        timeout: float = 120.0,
+    ) -> None:
+        """Delete the job; its pods and other children go with it. With `wait`, return once
+        the job and its pods are gone (WaitTimeout after `timeout` seconds)."""
+        ref = self.ref(job, name, namespace)
+        policy = "Foreground" if wait else "Background"
+        path = job_resource(ref.info).path(ref.namespace, ref.name)
+        self.reader.call("DELETE", path, ref.where, body={"propagationPolicy": policy})
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.reader.job(ref)
+                left = "the job"
+            except JobNotFound:
+                pods = self.reader.pods(ref)
+                if not pods:
+                    return
+                left = f"{len(pods)} pod(s)"
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"{ref}: {left} still there after {timeout:g}s")
+            time.sleep(0.5)
+
+    def _run_mode(self, ref: JobRef, paused: bool) -> Job:
+        path = job_resource(ref.info).path(ref.namespace, ref.name)
+        patch = {"spec": {"runMode": {"pause": {"enabled": paused}}}}
+        answer = self.reader.call(
+            "PATCH", path, ref.where, body=patch, content_type="application/merge-patch+json"
+        )
+        return self._typed(answer)
+
+    def pause(self, job: JobLike, name: str | None = None, *, namespace: str | None = None) -> Job:
+        """Pause the job (`spec.runMode.pause.enabled: true`): its pods are deleted, its
+        state kept, until `resume`."""
+        return self._run_mode(self.ref(job, name, namespace), True)
+
+    def resume(self, job: JobLike, name: str | None = None, *, namespace: str | None = None) -> Job:
+        """Resume a paused job (`spec.runMode.pause.enabled: false`)."""
+        return self._run_mode(self.ref(job, name, namespace), False)

@@ -1,0 +1,203 @@
+"""What the client reads from the API server: a job, its pods, ConfigMaps, Events, its pods'
+logs and their nodes, each in one request (the pods by their owner labels), as plain JSON
+through the operator's Transport.
+
+A job's replicas are named as users see them: the pod name without `<job>-` (`worker-1`,
+`master-0`, ColossalAI's `launcher`); the deciding replica, whose log matters most, is the
+first of master-0, launcher, launcher-0 and worker-0 the job has (`t9kjobs.objects`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from t9kjobs.client.errors import ClientError, NoCluster, UnknownKind, from_api_error
+from t9kjobs.kinds import KindInfo
+from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
+from t9kjobs.kube.transport import ApiError, Transport
+from t9kjobs.loading import JobError, parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import Job
+from t9kjobs.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, DesiredPod, Obj, find_container
+from t9kjobs.planner.desired import desired_pods
+
+__all__ = [
+    "ClusterReader",
+    "JobRef",
+    "event_time",
+    "find_kind",
+    "training_container",
+]
+
+# KWOK's annotation on the fake nodes it drives (hack/cluster/kwok/start.sh).
+_SIMULATED_NODE = "kwok.x-k8s.io/node"
+
+
+def find_kind(text: str, manager: PluginManager) -> KindInfo:
+    """The kind named by `text`: its kind, plural, singular or a short name, any case."""
+    wanted = text.lower()
+    for info in manager.kinds.values():
+        if wanted in {info.kind.lower(), info.plural, info.singular, *info.short_names}:
+            return info
+    names = ", ".join(
+        sorted(f"{i.kind} ({', '.join(i.short_names)})" for i in manager.kinds.values())
+    )
+    raise UnknownKind(f"unknown kind {text!r}; the loaded plugins serve {names}")
+
+
+@dataclass(frozen=True)
+class JobRef:
+    info: KindInfo
+    name: str
+    namespace: str
+
+    @classmethod
+    def parse(cls, target: str, namespace: str, manager: PluginManager) -> JobRef:
+        kind, slash, name = target.partition("/")
+        if not slash or not kind or not name:
+            raise ClientError(f"{target!r}: name a job as KIND/NAME, e.g. gj/my-job")
+        return cls(find_kind(kind, manager), name, namespace)
+
+    def __str__(self) -> str:
+        return f"{self.info.kind}/{self.name}"
+
+    @property
+    def where(self) -> str:
+        return f"{self} in namespace {self.namespace}"
+
+
+class ClusterReader:
+    """Reads through a Transport; every refusal is a `ClientError`."""
+
+    def __init__(self, transport: Transport, manager: PluginManager) -> None:
+        self.transport = transport
+        self.manager = manager
+
+    def call(self, method: str, path: str, what: str, **kwargs: Any) -> Obj:
+        """One request; the API's refusals as the client's exceptions about `what`."""
+        try:
+            return self.transport.request(method, path, **kwargs)
+        except ApiError as exc:
+            raise from_api_error(exc, what) from None
+        except OSError as exc:  # urllib3's connection errors
+            raise NoCluster(f"cannot reach the API server: {exc}") from None
+
+    def job(self, ref: JobRef) -> Obj:
+        return self.call("GET", job_resource(ref.info).path(ref.namespace, ref.name), ref.where)
+
+    def jobs(self, info: KindInfo, namespace: str | None, selector: str | None) -> list[Obj]:
+        """The jobs of a kind in a namespace (every namespace for None), by label selector."""
+        path = job_resource(info).path(namespace)
+        where = f"{info.plural} in " + (f"namespace {namespace}" if namespace else "all namespaces")
+        found = self.call("GET", path, where, query={"labelSelector": selector})
+        return list(found.get("items") or [])
+
+    def _owned(self, kind: str, ref: JobRef) -> list[Obj]:
+        selector = f"{LABEL_OWNER_KIND}={ref.info.kind},{LABEL_OWNER_NAME}={ref.name}"
+        path = CHILD_RESOURCES[kind].path(ref.namespace)
+        found = self.call(
+            "GET", path, f"the {kind}s of {ref.where}", query={"labelSelector": selector}
+        )
+        return sorted(found.get("items") or [], key=lambda o: o["metadata"]["name"])
+
+    def pods(self, ref: JobRef) -> list[Obj]:
+        return self._owned("Pod", ref)
+
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self.transport.request("GET", CHILD_RESOURCES["Pod"].path(namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise from_api_error(exc, f"Pod/{name} in namespace {namespace}") from None
+        except OSError as exc:
+            raise NoCluster(f"cannot reach the API server: {exc}") from None
+
+    def on_simulated_node(self, pod: Obj | None) -> bool:
+        """Whether the pod runs on a KWOK node, which keeps no logs (False when the node
+        cannot be read: a user without the right to read nodes gets the API's own answer)."""
+        node = ((pod or {}).get("spec") or {}).get("nodeName")
+        if not node:
+            return False
+        with contextlib.suppress(ApiError, OSError):
+            got = self.transport.request("GET", f"/api/v1/nodes/{node}")
+            return _SIMULATED_NODE in ((got.get("metadata") or {}).get("annotations") or {})
+        return False
+
+    def config_maps(self, ref: JobRef) -> list[Obj]:
+        return self._owned("ConfigMap", ref)
+
+    def events(self, namespace: str, uids: set[str]) -> list[Obj]:
+        """The namespace's Events about the objects of `uids`, oldest first."""
+        path = f"/api/v1/namespaces/{namespace}/events"
+        items = self.call("GET", path, f"the Events of namespace {namespace}").get("items") or []
+        mine = [e for e in items if (e.get("involvedObject") or {}).get("uid") in uids]
+        return sorted(mine, key=event_time)
+
+    def log_lines(
+        self,
+        namespace: str,
+        pod: str,
+        container: str | None,
+        *,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        since_time: str | None = None,
+    ) -> Iterator[str]:
+        """The container's log, each line with its RFC 3339 timestamp in front (ApiError when
+        the server cannot give it: no such pod, a container not started, no kubelet)."""
+        query = {
+            "container": container,
+            "timestamps": "true",
+            "follow": "true" if follow else None,
+            "tailLines": tail,
+            "sinceSeconds": since_seconds,
+            "sinceTime": since_time,
+        }
+        path = CHILD_RESOURCES["Pod"].path(namespace, pod, "log")
+        timeout = 24 * 3600.0 if follow else 60.0
+        for line in self.transport.lines(path, query, timeout):
+            yield line.decode(errors="replace").rstrip("\r")
+
+    def parsed(self, raw: Obj) -> Job | None:
+        """The job as the operator reads it; None when its spec no longer validates."""
+        with contextlib.suppress(JobError, ValueError):
+            return parse_job(raw, self.manager)
+        return None
+
+    def desired_pods(self, raw: Obj) -> dict[str, DesiredPod]:
+        """The pods the job's plugin builds, by name (which container trains, each pod's
+        command), as the operator built them; none when the spec no longer validates."""
+        job = self.parsed(raw)
+        if job is None:
+            return {}
+        hooks = self.manager.hooks_for(job.kind)
+        try:
+            pods = desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+        except Exception:  # a plugin that cannot build this job: the reader goes on without
+            return {}
+        return {pod.name: pod for pod in pods}
+
+
+def training_container(desired: dict[str, DesiredPod], name: str, pod: Obj | None) -> str | None:
+    """The container of pod `name` that trains: the one its plugin names, else its first."""
+    known = desired.get(name)
+    if known is not None and known.training_container:
+        return known.training_container
+    source = pod or (known.manifest if known is not None else None)
+    found = find_container(source, None) if source is not None else None
+    return str(found["name"]) if found is not None else None
+
+
+def event_time(event: Obj) -> str:
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )

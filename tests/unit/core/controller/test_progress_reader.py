@@ -1,0 +1,199 @@
+"""The progress reader (`t9kjobs.controller.progress`): what it asks the API server for, how
+often, and what it hands to the next plan; the API swapped for a recording fake."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from t9kjobs.controller.progress import LIMIT_BYTES, MAX_BACKOFF, TAIL_LINES, ProgressReader
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.planner import ProgressSource
+from t9kjobs.progress import MARKER, Report
+from t9kjobs.vocabulary import JobKey
+
+KEY = JobKey("GenericJob", "ns", "mlp")
+SOURCE = ProgressSource("mlp-worker-0", "uid-0", "trainer", "worker-0")
+LOG = "/api/v1/namespaces/ns/pods/mlp-worker-0/log"
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.logs: dict[str, list[str] | Exception] = {}
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+
+    def lines(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[bytes]:
+        self.asked.append((path, dict(query)))
+        answer = self.logs.get(path, [])
+        if isinstance(answer, Exception):
+            raise answer
+        return iter(line.encode() for line in answer)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _reader(api: FakeApi, queued: list[JobKey], clock: Clock, **kw: Any) -> ProgressReader:
+    return ProgressReader(api, queued.append, clock=clock, **kw)  # type: ignore[arg-type]
+
+
+def test_a_new_report_is_kept_and_the_job_queued_once() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock)
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = [
+        "2026-01-01T12:00:01.5Z starting",
+        f"2026-01-01T12:00:02.25Z {MARKER} step=10 total=100 loss=0.9",
+        "2026-01-01T12:00:03Z saving",
+    ]
+    [(key, source)] = reader.due(clock(), 10)
+    reader.read(key, source)
+    reading = reader.reading(KEY)
+    assert reading is not None and reading.report == Report(10, 100, {"loss": 0.9}, marked=True)
+    assert reading.time.isoformat() == "2026-01-01T12:00:02.250000+00:00"
+    assert queued == [KEY]
+    path, query = api.asked[0]
+    assert path == LOG
+    assert query == {
+        "container": "trainer",
+        "timestamps": "true",
+        "tailLines": TAIL_LINES,
+        "limitBytes": LIMIT_BYTES,
+        "sinceTime": None,
+    }
+    # Not due again before the interval; then asked only since the newest line read.
+    assert reader.due(clock(), 10) == []
+    clock.now += 30
+    reader.read(*reader.due(clock(), 10)[0])
+    assert api.asked[1][1]["sinceTime"] == "2026-01-01T12:00:03Z"
+    assert queued == [KEY]  # the same report: nothing new to write
+
+
+def test_reads_are_bounded_per_job_and_in_all() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock, interval=30.0)
+    keys = [JobKey("GenericJob", "ns", f"j{i}") for i in range(5)]
+    for i, key in enumerate(keys):
+        clock.now = 1000.0 + i  # followed one after the other: the oldest first
+        reader.follow(key, SOURCE)
+    clock.now = 1010.0
+    assert [k for k, _ in reader.due(clock(), 3)] == keys[:3]
+    for key, source in reader.due(clock(), 5):
+        reader.read(key, source)
+    assert reader.due(clock(), 5) == []
+    clock.now = 1040.0
+    assert len(reader.due(clock(), 5)) == 5
+
+
+def test_an_unreadable_log_is_asked_again_later_and_later() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock, interval=30.0)
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = ApiError(500, {"message": "dial tcp 127.0.0.1:10250: connection refused"})
+    waits = []
+    for _ in range(7):
+        start = clock.now
+        reader.read(KEY, SOURCE)
+        [due] = [t for k, t in reader._due.items() if k == KEY]
+        waits.append(due - start)
+        clock.now = due
+    assert waits == [30, 60, 120, 240, 480, MAX_BACKOFF, MAX_BACKOFF]
+    api.logs[LOG] = [f"2026-01-01T12:00:02Z {MARKER} step=1"]
+    reader.read(KEY, SOURCE)
+    assert reader.reading(KEY) is not None and queued == [KEY]
+
+
+def test_a_job_no_longer_followed_is_neither_read_nor_remembered() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock)
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = [f"2026-01-01T12:00:02Z {MARKER} step=1"]
+    reader.read(KEY, SOURCE)
+    reader.follow(KEY, None)
+    assert reader.reading(KEY) is None and reader.due(clock.now + 999, 5) == []
+    reader.read(KEY, SOURCE)  # a read that raced with the stop keeps nothing
+    assert reader.reading(KEY) is None and queued == [KEY]
+    assert reader.following() == 0
+
+
+def test_free_form_lines_do_not_undo_a_marked_report() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock)
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = [f"2026-01-01T12:00:02Z {MARKER} step=10 total=100"]
+    reader.read(KEY, SOURCE)
+    api.logs[LOG] = ["2026-01-01T12:00:09Z step 12 rank=1 loss=0.5"]  # another rank's line
+    reader.read(KEY, SOURCE)
+    reading = reader.reading(KEY)
+    assert reading is not None and reading.report == Report(10, 100, marked=True)
+    assert queued == [KEY]
+
+
+def test_a_new_pod_to_read_is_read_from_its_start() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock)
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = ["2026-01-01T12:00:02Z hello"]
+    reader.read(KEY, SOURCE)
+    other = ProgressSource("mlp-master-0", "uid-1", "trainer", "master-0")
+    reader.follow(KEY, other)
+    reader.read(KEY, other)
+    assert api.asked[-1][1]["sinceTime"] is None
+
+
+def test_a_pod_that_is_not_the_jobs_own_is_never_read() -> None:
+    """Security (docs/security.md, threat 12): a pod that took the name of the job's
+    deciding replica (another uid) speaks for no job."""
+    api, queued, clock = FakeApi(), [], Clock()
+    owned = {"uid-0"}
+    reader = ProgressReader(
+        api,  # type: ignore[arg-type]
+        queued.append,
+        clock=clock,
+        current=lambda key, source: source.uid in owned,
+    )
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = [f"2026-01-01T12:00:02Z {MARKER} step=99 total=100"]
+    owned.clear()  # the pod of that name is another's now
+    reader.read(KEY, SOURCE)
+    assert api.asked == [] and reader.reading(KEY) is None and queued == []
+    assert reader.due(clock(), 5) == []  # asked again after the interval
+    owned.add("uid-0")
+    clock.now += 30
+    reader.read(*reader.due(clock(), 5)[0])
+    assert reader.reading(KEY) is not None
+
+
+def test_the_thread_keeps_to_its_rate() -> None:
+    api, queued = FakeApi(), []
+    reader = ProgressReader(api, queued.append, interval=0.0, qps=20.0)  # type: ignore[arg-type]
+    for i in range(50):
+        reader.follow(JobKey("GenericJob", "ns", f"j{i}"), SOURCE)
+    stop = threading.Event()
+    thread = threading.Thread(target=reader.run, args=(stop,))
+    start = time.monotonic()
+    thread.start()
+    time.sleep(1.0)
+    stop.set()
+    thread.join(timeout=5)
+    elapsed = time.monotonic() - start
+    # At most qps a second, and a burst of one second's worth.
+    assert 0 < len(api.asked) <= 20 * elapsed + 20
+
+
+@pytest.mark.parametrize("qps", [0.0, -1.0])
+def test_no_rate_no_reads(qps: float) -> None:
+    api = FakeApi()
+    reader = ProgressReader(api, lambda key: None, qps=qps)  # type: ignore[arg-type]
+    reader.follow(KEY, SOURCE)
+    reader.run(threading.Event())  # returns at once
+    assert api.asked == []
