@@ -164,6 +164,7 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path, real: bool) -> bo
             "--metrics-bind-address", "127.0.0.1:0",
             "--health-probe-bind-address", "127.0.0.1:0",
             "--log-format", "text",
+            "--progress-interval", "5",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -203,6 +204,16 @@ def run(kubectl: Kubectl, env: dict[str, str], log_path: Path, real: bool) -> bo
                 print(f"    {job['kind']}/{job['metadata']['name']}:")
                 for line in training_lines(kubectl, job) or ["(no training log left)"]:
                     print(f"        {line}")
+        say("their progress, as the operator read it from each job's log (status.progress)")
+        for job in jobs:
+            p = (job.get("status") or {}).get("progress")
+            shown = (
+                f"{p.get('percent')}% (step {p.get('step')}/{p.get('totalSteps')})"
+                f" {' '.join(f'{k}={v:g}' for k, v in (p.get('metrics') or {}).items())}"
+                if p
+                else "(none reported)"
+            )
+            print(f"    {job['kind']}/{job['metadata']['name']}: {shown}")
         say("the jobs' events")
         ours = "involvedObject.apiVersion=batch.tensorstack.dev/v1beta1"
         events = ("events", "-n", NAMESPACE, "--sort-by=.lastTimestamp", "--field-selector", ours)

@@ -224,9 +224,19 @@ def test_deployment_runs_two_replicas_with_leader_election(
 
 def test_values_reach_the_operator_flags(render: Callable[..., list[Obj]]) -> None:
     values = {"logLevel": "debug", "qps": 20, "burst": 40, "workers": 4, "replicaCount": 1}
-    objects = render({**values, "leaderElection": {"enabled": False}, "blockPlugins": ["a", "b"]})
+    objects = render(
+        {
+            **values,
+            "leaderElection": {"enabled": False},
+            "blockPlugins": ["a", "b"],
+            "progress": {"interval": 60, "qps": 0},
+        }
+    )
     args = operator_args(objects)
     assert (args.log_level, args.qps, args.burst, args.workers) == ("debug", 20.0, 40, 4)
+    assert (args.progress_interval, args.progress_qps) == (60.0, 0.0)
+    defaults = operator_args(render())
+    assert (defaults.progress_interval, defaults.progress_qps) == (30.0, 5.0)
     assert args.leader_elect is False
     assert not by_kind(objects, "Role")
     assert container(objects)["env"] == [{"name": "T9KJOBS_BLOCK_PLUGINS", "value": "a,b"}]
