@@ -203,7 +203,9 @@ class JobLogs:
                     last_stamp = line.time
                     yield line
             except ApiError as exc:
-                if exc.status != 400:  # 400: the container has not started yet
+                # 400: the container has not started yet, but for a simulated node's pod,
+                # whose log never comes.
+                if exc.status != 400 or self.reader.on_simulated_node(pod):
                     raise self.unreadable(replica, pod, exc) from None
                 time.sleep(POLL_SECONDS)
                 continue

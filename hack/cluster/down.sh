@@ -46,7 +46,7 @@ for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 	stop "$name"
 done
 
-rm -rf "$D/etcd-data" "$D/pki" "$D/pids" "$D/kwok-home" "$D/cluster.env" "$D/nodes.yaml" \
+rm -rf "$D/etcd-data" "$D/pki" "$D/pids" "$D/kwok-home" "$D/kwok-logs" "$D/cluster.env" "$D/nodes.yaml" \
 	"$D"/*.kubeconfig "$D/kubeconfig"
 if [[ $purge == 1 ]]; then
 	rm -rf "$D"
