@@ -316,10 +316,7 @@ class Client:
     ) -> builtins.list[JobEvent]:
         """The Events about the job and its pods, oldest first."""
         ref = self.ref(job, name, namespace)
-        raw = self.reader.job(ref)
-        uids = {raw["metadata"].get("uid")} | {
-            p["metadata"].get("uid") for p in self.reader.pods(ref)
-        }
+        found = self.reader.job_events(self.reader.job(ref), self.reader.pods(ref))
         return [
             JobEvent(
                 time=event_time(e),
@@ -329,7 +326,7 @@ class Client:
                 message=str(e.get("message") or "").strip(),
                 count=int(e.get("count") or 1),
             )
-            for e in self.reader.events(ref.namespace, {u for u in uids if u})
+            for e in found
         ]
 
     def describe(

@@ -248,10 +248,7 @@ class _Describer:
         }
 
     def events(self) -> list[dict[str, Any]]:
-        uids = {self.raw["metadata"].get("uid")} | {
-            p["metadata"].get("uid") for p in self.pods.values()
-        }
-        found = self.reader.events(self.ref.namespace, {u for u in uids if u})
+        found = self.reader.job_events(self.raw, list(self.pods.values()))
         return [
             {
                 "time": event_time(e),

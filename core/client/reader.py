@@ -22,6 +22,7 @@ from t9kjobs.loading import JobError, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
 from t9kjobs.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, DesiredPod, Obj, find_container
+from t9kjobs.planner.conditions import parse_time
 from t9kjobs.planner.desired import desired_pods
 
 __all__ = [
@@ -130,11 +131,26 @@ class ClusterReader:
     def config_maps(self, ref: JobRef) -> list[Obj]:
         return self._owned("ConfigMap", ref)
 
-    def events(self, namespace: str, uids: set[str]) -> list[Obj]:
-        """The namespace's Events about the objects of `uids`, oldest first."""
-        path = f"/api/v1/namespaces/{namespace}/events"
-        items = self.call("GET", path, f"the Events of namespace {namespace}").get("items") or []
-        mine = [e for e in items if (e.get("involvedObject") or {}).get("uid") in uids]
+    def job_events(self, raw: Obj, pods: list[Obj]) -> list[Obj]:
+        """The Events about the job `raw` and its pods, oldest first: the pods it has (by
+        uid), and by name since the job was created, those its status names that are gone (a
+        replica's earlier pod, a worker stopped when its launcher finished, the cleanup's)."""
+        meta = raw["metadata"]
+        uids = {meta.get("uid")} | {p["metadata"].get("uid") for p in pods}
+        status = raw.get("status") or {}
+        names = {r.get("name") for t in status.get("tasks") or [] for r in t.get("replicas") or []}
+        created = meta.get("creationTimestamp")
+        path = f"/api/v1/namespaces/{meta['namespace']}/events"
+        items = self.call("GET", path, f"the Events of namespace {meta['namespace']}")
+        mine = []
+        for event in items.get("items") or []:
+            about = event.get("involvedObject") or {}
+            if about.get("uid") in uids:
+                mine.append(event)
+            elif about.get("kind") == "Pod" and about.get("name") in names and created:
+                with contextlib.suppress(ValueError):
+                    if parse_time(event_time(event)) >= parse_time(created):
+                        mine.append(event)
         return sorted(mine, key=event_time)
 
     def log_lines(

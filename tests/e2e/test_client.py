@@ -372,7 +372,7 @@ def test_progress_reaches_the_status_get_and_describe(
     client: Client, cluster: Cluster, log_namespace: str
 ) -> None:
     ns = log_namespace
-    client.create(manifest("GenericJob", "progress", seconds=20), namespace=ns)
+    client.create(manifest("GenericJob", "progress", seconds=40), namespace=ns)
     client.wait("gj/progress", namespace=ns, phase="Running", timeout=60, interval=0.5)
     _say(cluster, f"{MARKER} step=30 total=120 loss=0.75")
 
