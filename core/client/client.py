@@ -40,6 +40,7 @@ from t9kjobs.kube.transport import Transport, default_namespace, load_configurat
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, parse_job, submitted
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import FINISHED_PHASES, Job, dump
+from t9kjobs.render import render_job
 from t9kjobs.vocabulary import Obj
 
 __all__ = ["Client", "JobEvent"]
@@ -191,6 +192,12 @@ class Client:
         for problem in [*ignored, *found]:
             warnings.warn(f"{what}: {problem}", UserWarning, stacklevel=3)
         return doc
+
+    def render(self, source: Source, *, namespace: str | None = None) -> builtins.list[Obj]:
+        """What `t9kjobs render` prints: every object the first reconcile of the job creates
+        (pods with their launch commands, Services, hostfiles...), without a cluster's answer."""
+        job, _ = load_job(self.check(source, namespace), self.plugins)
+        return render_job(job, self.plugins)
 
     def create(self, source: Source, *, namespace: str | None = None) -> Job:
         """Submit a job (see `check`); the job as the API server stored it."""

@@ -87,6 +87,13 @@ def test_a_file_a_dict_and_a_model_are_the_same_job(
         client.check(tmp_path / "missing.yaml")
 
 
+def test_render_is_what_the_first_reconcile_creates(client: Client) -> None:
+    objects = client.render(EXAMPLE)
+    pods = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
+    assert pods == ["generic-mlp-master-0", "generic-mlp-worker-0", "generic-mlp-worker-1"]
+    assert {o["metadata"]["namespace"] for o in objects} == {"team-a"}
+
+
 def test_two_namespaces_for_one_job_are_refused(client: Client) -> None:
     doc = _example()
     doc["metadata"]["namespace"] = "team-b"
