@@ -15,7 +15,13 @@ import shlex
 from datetime import UTC, datetime
 from typing import Any
 
-from t9kjobs.client.reader import ClusterReader, JobRef, event_time, training_container
+from t9kjobs.client.reader import (
+    UNREACHABLE,
+    ClusterReader,
+    JobRef,
+    event_time,
+    training_container,
+)
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import Job
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container, replica_id
@@ -100,7 +106,7 @@ class _Describer:
             if self.reader.on_simulated_node(self.pods[pod_name]):
                 return [], "no log: the pod runs on a simulated (KWOK) node, which keeps no logs"
             return [], f"no log: {exc}"
-        except OSError as exc:
+        except UNREACHABLE as exc:
             return [], f"no log: {exc}"
 
     # -- the parts -----------------------------------------------------------------------

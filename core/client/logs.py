@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from t9kjobs.client.errors import ClientError, NoLog
-from t9kjobs.client.reader import ClusterReader, JobRef, training_container
+from t9kjobs.client.reader import UNREACHABLE, ClusterReader, JobRef, training_container
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.objects import ANNOTATION_INCARNATION, Obj, deciding_replica, replica_id
 
@@ -209,6 +209,10 @@ class JobLogs:
                     raise self.unreadable(replica, pod, exc) from None
                 time.sleep(POLL_SECONDS)
                 continue
+            except UNREACHABLE:
+                # The stream was cut (the API server restarted, a connection dropped): as at
+                # the end of a pod's log, the next turn looks again, from the last line seen.
+                time.sleep(POLL_SECONDS)
             first = False
             last_uid = uid
             now = self.reader.pod(self.ref.namespace, pod_name)

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
+
 from t9kjobs.client.errors import ClientError, NoCluster, UnknownKind, from_api_error
 from t9kjobs.kinds import KindInfo
 from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
@@ -26,12 +28,17 @@ from t9kjobs.planner.conditions import parse_time
 from t9kjobs.planner.desired import desired_pods
 
 __all__ = [
+    "UNREACHABLE",
     "ClusterReader",
     "JobRef",
     "event_time",
     "find_kind",
     "training_container",
 ]
+
+# A connection that failed: the socket's errors, and urllib3's own (a refused connection is a
+# NewConnectionError, no OSError).
+UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 
 # KWOK's annotation on the fake nodes it drives (hack/cluster/kwok/start.sh).
 _SIMULATED_NODE = "kwok.x-k8s.io/node"
@@ -83,7 +90,7 @@ class ClusterReader:
             return self.transport.request(method, path, **kwargs)
         except ApiError as exc:
             raise from_api_error(exc, what) from None
-        except OSError as exc:  # urllib3's connection errors
+        except UNREACHABLE as exc:
             raise NoCluster(f"cannot reach the API server: {exc}") from None
 
     def job(self, ref: JobRef) -> Obj:
@@ -114,7 +121,7 @@ class ClusterReader:
             if exc.status == 404:
                 return None
             raise from_api_error(exc, f"Pod/{name} in namespace {namespace}") from None
-        except OSError as exc:
+        except UNREACHABLE as exc:
             raise NoCluster(f"cannot reach the API server: {exc}") from None
 
     def on_simulated_node(self, pod: Obj | None) -> bool:
@@ -123,7 +130,7 @@ class ClusterReader:
         node = ((pod or {}).get("spec") or {}).get("nodeName")
         if not node:
             return False
-        with contextlib.suppress(ApiError, OSError):
+        with contextlib.suppress(ApiError, *UNREACHABLE):
             got = self.transport.request("GET", f"/api/v1/nodes/{node}")
             return _SIMULATED_NODE in ((got.get("metadata") or {}).get("annotations") or {})
         return False

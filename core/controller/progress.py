@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from t9kjobs.kube.resources import CHILD_RESOURCES
-from t9kjobs.kube.transport import ApiError, Transport
+from t9kjobs.kube.transport import Transport
 from t9kjobs.planner import ProgressSource, Reading
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.progress import Report, latest_report_at
@@ -167,7 +167,7 @@ class ProgressReader:
                 raw.decode(errors="replace").rstrip("\r")
                 for raw in self.api.lines(path, query, timeout=10.0)
             ]
-        except (ApiError, OSError) as exc:
+        except Exception as exc:  # an API error, a connection lost (urllib3's are no OSError)
             self._failed(key, exc)
             return
         try:
