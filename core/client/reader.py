@@ -16,7 +16,13 @@ from typing import Any
 
 import urllib3
 
-from t9kjobs.client.errors import ClientError, NoCluster, UnknownKind, from_api_error
+from t9kjobs.client.errors import (
+    ClientError,
+    JobNotFound,
+    NoCluster,
+    UnknownKind,
+    from_api_error,
+)
 from t9kjobs.kinds import KindInfo
 from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError, Transport
@@ -94,7 +100,10 @@ class ClusterReader:
             raise NoCluster(f"cannot reach the API server: {exc}") from None
 
     def job(self, ref: JobRef) -> Obj:
-        return self.call("GET", job_resource(ref.info).path(ref.namespace, ref.name), ref.where)
+        try:
+            return self.call("GET", job_resource(ref.info).path(ref.namespace, ref.name), ref.where)
+        except JobNotFound:
+            raise JobNotFound(f"{ref} not found in namespace {ref.namespace}") from None
 
     def jobs(self, info: KindInfo, namespace: str | None, selector: str | None) -> list[Obj]:
         """The jobs of a kind in a namespace (every namespace for None), by label selector."""

@@ -168,7 +168,7 @@ def test_create_get_list_wait_events_delete(client: Client, ns: str, kind: str) 
         e.about in {"GenericJob/ok", f"{kind}/ok"} or e.about.startswith("Pod/ok-") for e in events
     )
     client.delete(job, wait=True, timeout=60)
-    with pytest.raises(JobNotFound, match=f"{kind}/ok in namespace {ns}"):
+    with pytest.raises(JobNotFound, match=f"{kind}/ok not found in namespace {ns}"):
         client.get(job)
 
 
