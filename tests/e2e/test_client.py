@@ -132,9 +132,14 @@ def operator(
 
 
 @pytest.fixture(scope="module")
-def client(cluster: Cluster, operator: OperatorProcess, mpijob_plugin: Path) -> Client:
-    sys.path.insert(0, str(mpijob_plugin))  # the plugin found as an installed one is
-    return Client(kubeconfig=cluster.kubeconfig, plugins=load_plugins())
+def client(cluster: Cluster, operator: OperatorProcess, mpijob_plugin: Path) -> Iterator[Client]:
+    # The plugin found as an installed one is, for this module only: the tiers after it in the
+    # same run load the plugins again and must not find MPIJob.
+    sys.path.insert(0, str(mpijob_plugin))
+    try:
+        yield Client(kubeconfig=cluster.kubeconfig, plugins=load_plugins())
+    finally:
+        sys.path.remove(str(mpijob_plugin))
 
 
 @pytest.fixture
