@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
+from t9kjobs.client.client import Client
 from t9kjobs.client.errors import ClientError
 from t9kjobs.client.reader import ClusterReader
-from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
 from t9kjobs.manager import PluginManager
 
 __all__ = ["CliError", "add_cluster_arguments", "connect"]
@@ -24,10 +24,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def connect(args: argparse.Namespace, manager: PluginManager) -> tuple[ClusterReader, str]:
-    """The reader and the namespace `args` name (else the kubeconfig context's)."""
-    try:
-        cfg = load_configuration(args.kubeconfig)
-        namespace = args.namespace or default_namespace(args.kubeconfig)
-    except Exception as exc:  # no kubeconfig, a broken one, not in a cluster
-        raise CliError(f"no cluster to talk to: {exc}") from None
-    return ClusterReader(Transport(cfg, qps=0), manager), namespace
+    """The reader and the namespace `args` name (else the kubeconfig context's): the client's
+    connection, so that both find the cluster the same way."""
+    client = Client(kubeconfig=args.kubeconfig, namespace=args.namespace, plugins=manager)
+    return client.reader, client.namespace

@@ -124,14 +124,12 @@ class ClusterReader:
         return self._owned("Pod", ref)
 
     def pod(self, namespace: str, name: str) -> Obj | None:
+        """The pod; None when there is none of that name."""
+        path = CHILD_RESOURCES["Pod"].path(namespace, name)
         try:
-            return self.transport.request("GET", CHILD_RESOURCES["Pod"].path(namespace, name))
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise from_api_error(exc, f"Pod/{name} in namespace {namespace}") from None
-        except UNREACHABLE as exc:
-            raise NoCluster(f"cannot reach the API server: {exc}") from None
+            return self.call("GET", path, f"Pod/{name} in namespace {namespace}")
+        except JobNotFound:  # the 404 of any object
+            return None
 
     def on_simulated_node(self, pod: Obj | None) -> bool:
         """Whether the pod runs on a KWOK node, which keeps no logs (False when the node
