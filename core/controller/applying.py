@@ -12,6 +12,7 @@ pod is created: ownership before use. A refusal the same request would get again
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from t9kjobs.controller.cache import Cache
@@ -29,12 +30,21 @@ __all__ = ["Applier"]
 
 
 class Applier:
-    def __init__(self, api: Transport, conflicts: NameConflicts, creator: Executor | None) -> None:
+    def __init__(
+        self,
+        api: Transport,
+        conflicts: NameConflicts,
+        creator: Executor | None,
+        mark: Callable[[Obj, str], Obj] = lambda obj, namespace: obj,
+    ) -> None:
         """`creator` runs the requests of a creation wave at once (serially without one); it
-        may be shared by all workers, and its size bounds the creations in flight."""
+        may be shared by all workers, and its size bounds the creations in flight. `mark`:
+        an object to write into a namespace, with the operator's mark of whose it is
+        (`t9kjobs.controller.marks`); `conflicts.owner` reads those marks."""
         self.api = api
         self.conflicts = conflicts
         self.creator = creator
+        self.mark = mark
 
     def status(self, cache: Cache, key: JobKey, raw: Obj, status: Obj) -> None:
         """Write the job's status through its status subresource."""
@@ -86,10 +96,9 @@ class Applier:
         """Create `obj`: its (kind, name) and holder if an object this job does not control
         already has the name, and whether the answer is in the cache."""
         kind, name = object_key(obj)
+        body = self.mark(fill_generated_secret(obj), namespace)
         try:
-            answer = self.api.request(
-                "POST", CHILD_RESOURCES[kind].path(namespace), body=fill_generated_secret(obj)
-            )
+            answer = self.api.request("POST", CHILD_RESOURCES[kind].path(namespace), body=body)
         except ApiError as exc:
             if exc.status != 409:
                 if refused_for_good(exc):
@@ -98,8 +107,9 @@ class Applier:
             existing = self.conflicts.lookup(namespace, kind, name)
             if existing is None:
                 raise  # gone since: the retry creates it
-            if Store.owner_uid(existing) != Store.owner_uid(obj):
-                return ((kind, name), controller_of(existing)), True
+            uid = Store.owner_uid(obj)
+            if self.conflicts.owner(existing) != uid:
+                return ((kind, name), controller_of(existing, uid)), True
             answer = existing  # an earlier attempt made it
         return None, cache.record(kind, answer)
 
@@ -107,7 +117,7 @@ class Applier:
         kind, name = object_key(obj)
         path = CHILD_RESOURCES[kind].path(namespace, name)
         try:
-            answer = self.api.request("PUT", path, body=obj)
+            answer = self.api.request("PUT", path, body=self.mark(obj, namespace))
         except ApiError as exc:
             if refused_for_good(exc):
                 raise ChildRejected(obj, exc) from exc

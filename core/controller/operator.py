@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client as k8s_client
@@ -31,6 +32,7 @@ from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.jobs import JobController
 from t9kjobs.controller.leader import LeaderElector
+from t9kjobs.controller.marks import KEY_SECRET, Marks, load_marks
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.options import Options
 from t9kjobs.controller.progress import ProgressReader
@@ -114,6 +116,9 @@ class Operator:
         self.stop = threading.Event()
         self.supervisor = Supervisor(self.stop)
         self.informers: list[Informer] = []
+        # Whose a child is: the claim of its ownerReference until the marks are loaded (no
+        # child store exists before that: `run_controllers`).
+        self._owner: Callable[[Obj], str | None] = Store.owner_uid
         self._synced = threading.Event()
         self.leading = threading.Event()
         self._reported: set[str] = set()
@@ -210,7 +215,7 @@ class Operator:
         for kind, resource in self.child_resources.items():
             if kind in absent or kind in child_stores:
                 continue
-            store = child_stores[kind] = Store(slimmer(kind))
+            store = child_stores[kind] = Store(slimmer(kind), owner=self._owner)
             started += [
                 Informer(
                     self.transport,
@@ -267,10 +272,36 @@ class Operator:
             delay = min(delay * 2, 30.0)
         return None
 
+    def _marks_at_start(self) -> Marks | None:
+        """The marks of what the operator makes (`t9kjobs.controller.marks`), retried with
+        backoff until the key can be read or made (None if stopped meanwhile)."""
+        namespace = self.options.leader_election_namespace or _own_namespace()
+        delay = 1.0
+        while not self.stop.is_set():
+            try:
+                return load_marks(self.transport, namespace)
+            except Exception as exc:
+                log.error(
+                    "cannot read or make the ownership key, Secret %s/%s (the operator needs"
+                    " get and create on it; not ready until then); next try in %.0fs: %s",
+                    namespace,
+                    KEY_SECRET,
+                    delay,
+                    exc,
+                )
+            self.stop.wait(delay)
+            delay = min(delay * 2, 30.0)
+        return None
+
     def run_controllers(self) -> None:
         found = self._discover_at_start()
         if found is None:
             return
+        marks = self._marks_at_start()
+        if marks is None:
+            return
+        self._owner = marks.owner
+        self.jobs.reconciler.trust(marks.mark, marks.owner)
         kinds, absent = found
         self._report(kinds, absent)
         self.metrics.watch_jobs(

@@ -4,7 +4,9 @@ Child names are deterministic, so a creation that meets AlreadyExists is most of
 attempt of ours. But the object may also be the leftover of a deleted job of the same name that
 the garbage collector has not removed yet, or another job's child whose generated name happens
 to be the same (job `a` with replica type `b-c`, job `a-b` with type `c`): it is ours only if
-its controller ownerReference carries this job's uid. Anything else is a conflict: remembered
+the operator made it for this job (`owner`: its mark, `t9kjobs.controller.marks`; a controller
+ownerReference alone is written as easily by anyone who may create the object). Anything else
+is a conflict: remembered
 per job, shown in the job's condition and a Warning Event (the planner's part), and looked at
 again on each reconcile until the name is free. Objects are looked up with a list by name:
 the operator's role lists children, it never gets them one by one. A Secret is looked up as
@@ -13,7 +15,7 @@ its metadata alone (`Resource.metadata_only`): an owner is all this reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import CHILD_RESOURCES
@@ -25,10 +27,14 @@ __all__ = ["Held", "NameConflicts", "controller_of"]
 Held = dict[tuple[str, str], str]  # (kind, name) -> who controls the object that holds it
 
 
-def controller_of(obj: Obj) -> str:
-    """Who controls `obj`, for people: `its controller is GenericJob other (uid 1f2e...)`."""
+def controller_of(obj: Obj, uid: str | None = None) -> str:
+    """Who controls `obj`, for people: `its controller is GenericJob other (uid 1f2e...)`;
+    `uid`: the job's, when `obj` names it as its controller though the operator did not make
+    it for the job."""
     for ref in obj["metadata"].get("ownerReferences") or []:
         if ref.get("controller"):
+            if uid is not None and ref.get("uid") == uid:
+                return "it names this job as its controller, but the operator did not make it"
             return f"its controller is {ref.get('kind')} {ref.get('name')} (uid {ref.get('uid')})"
     return "it has no controller"
 
@@ -36,8 +42,12 @@ def controller_of(obj: Obj) -> str:
 class NameConflicts:
     """The conflicts of each job, by job key; a job is handled by one worker at a time."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(
+        self, transport: Transport, owner: Callable[[Obj], str | None] = Store.owner_uid
+    ) -> None:
+        """`owner`: the uid of the job an object belongs to (the operator's: its marks)."""
         self.transport = transport
+        self.owner = owner
         self._held: dict[JobKey, tuple[str, Held]] = {}
 
     def lookup(self, namespace: str, kind: str, name: str) -> Obj | None:
@@ -67,11 +77,11 @@ class NameConflicts:
             found = self.lookup(key[1], kind, name)
             if found is None:
                 continue
-            if Store.owner_uid(found) == uid:
+            if self.owner(found) == uid:
                 if kind in stores:
                     stores[kind].put(found)
                 continue
-            held[(kind, name)] = controller_of(found)
+            held[(kind, name)] = controller_of(found, uid)
         self.remember(key, uid, held)
         return held
 

@@ -148,6 +148,12 @@ class Reconciler:
             self._retrying(key, exc)
             raise
 
+    def trust(self, mark: Callable[[Obj, str], Obj], owner: Callable[[Obj], str | None]) -> None:
+        """Write every child with `mark`, and take as a job's own only what `owner` gives it
+        (`t9kjobs.controller.marks`): set once, before the first reconcile."""
+        self.apply.mark = mark
+        self.conflicts.owner = owner
+
     def forget(self, key: JobKey) -> None:
         """A deleted job: nothing about it is kept."""
         self.conflicts.forget(key)

@@ -85,7 +85,7 @@ def _after(obj: Obj, version: str) -> bool:
 
 
 class Store:
-    """Objects by (namespace, name), with an index of children by controller owner uid.
+    """Objects by (namespace, name), with an index of children by the job they belong to.
 
     A removed object leaves a tombstone (its last resourceVersion) for a while: an API answer
     that arrives after the watch reported the deletion (a DELETE's own response, say) must not
@@ -99,9 +99,14 @@ class Store:
         self,
         slim: Callable[[Obj], Obj] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        owner: Callable[[Obj], str | None] | None = None,
     ) -> None:
+        """`owner`: the uid of the job an object belongs to, for the index (`owned_by`); by
+        default its controller ownerReference's, which anyone who may create the object can
+        write: the operator passes the check of its marks (`t9kjobs.controller.marks`)."""
         self._slim = slim or slimmer("")
         self._clock = clock
+        self._owner = owner or self.owner_uid
         self._objects: dict[Key, Obj] = {}
         self._by_owner: dict[str, set[Key]] = {}
         # Oldest first: a tombstone is laid at the end and never moved, so expiring them is a
@@ -153,7 +158,7 @@ class Store:
             if current is not None:
                 self._unindex(key, current)
             self._objects[key] = obj
-            uid = self.owner_uid(obj)
+            uid = self._owner(obj)
             if uid:
                 self._by_owner.setdefault(uid, set()).add(key)
             return True
@@ -186,7 +191,7 @@ class Store:
             del self._tombstones[key]
 
     def _unindex(self, key: Key, obj: Obj) -> None:
-        uid = self.owner_uid(obj)
+        uid = self._owner(obj)
         if uid and uid in self._by_owner:
             self._by_owner[uid].discard(key)
             if not self._by_owner[uid]:

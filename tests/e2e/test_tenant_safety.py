@@ -119,3 +119,72 @@ def test_a_planted_object_holds_every_pod_until_it_is_gone(
         cluster.kubectl("-n", namespace, "get", kind.lower(), planted, "-o", "json").stdout
     )
     assert owned["metadata"]["ownerReferences"][0]["name"] == name  # the job's own, now
+
+
+def _job(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    out = cluster.kubectl("-n", namespace, "get", "dsj", name, "-o", "json").stdout
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
+
+
+def test_a_planted_secret_that_names_the_job_as_its_controller_is_not_the_jobs_own(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    """A paused job has made no Secret yet: whoever may create Secrets in the namespace plants
+    `<job>-ssh` with the job's uid as its controller and their own `authorized_keys`. Before
+    the operator's marks (docs/security.md, threat 13), the resumed job took it for its own
+    and mounted it in every worker; now it is a conflict, and no pod is created."""
+    name = "victim-paused"
+    job = _deepspeed(name)
+    job["spec"]["runMode"] = {"pause": {"enabled": True}}
+    _apply(cluster, namespace, job)
+    uid = _job(cluster, namespace, name)["metadata"]["uid"]
+    planted = _planted("Secret", f"{name}-ssh")
+    planted["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "DeepSpeedJob",
+            "name": name,
+            "uid": uid,
+            "controller": True,
+        }
+    ]
+    _apply(cluster, namespace, planted)
+    cluster.kubectl(
+        "-n",
+        namespace,
+        "patch",
+        "dsj",
+        name,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"runMode": {"pause": {"enabled": False}}}}),
+    )
+    cluster.poll(
+        lambda: _initialized(cluster, namespace, name).get("reason") == "NameConflict",
+        timeout=60,
+        interval=0.5,
+        message="the resumed job's Initialized condition says NameConflict",
+    )
+    message = _initialized(cluster, namespace, name)["message"]
+    assert message.startswith(
+        f"Secret {name}-ssh exists and this job does not control it (it names this job as"
+        " its controller, but the operator did not make it)"
+    ), message
+    throughout(
+        lambda: _pods(cluster, namespace, name) == [],
+        9,
+        interval=3,
+        what=f"no pod of {name} while the planted Secret exists",
+    )
+    cluster.kubectl("-n", namespace, "delete", "secret", f"{name}-ssh")
+    cluster.poll(
+        lambda: len(_pods(cluster, namespace, name)) == 2,
+        timeout=60,
+        interval=0.5,
+        message="both workers created once the planted Secret is gone",
+    )
+    made = json.loads(
+        cluster.kubectl("-n", namespace, "get", "secret", f"{name}-ssh", "-o", "json").stdout
+    )
+    assert "batch.tensorstack.dev/made-by" in made["metadata"]["annotations"]

@@ -77,6 +77,13 @@ def one(objects: list[Obj], kind: str) -> Obj:
     return found[0]
 
 
+def named(objects: list[Obj], kind: str, suffix: str) -> Obj:
+    """The one object of `kind` whose name ends with `-suffix`."""
+    found = [o for o in by_kind(objects, kind) if o["metadata"]["name"].endswith(f"-{suffix}")]
+    assert len(found) == 1, f"{len(found)} {kind}(s) named *-{suffix}"
+    return found[0]
+
+
 def container(objects: list[Obj]) -> Obj:
     containers = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
@@ -123,6 +130,8 @@ def test_defaults_render_every_object_once(render: Callable[..., list[Obj]]) -> 
         "ClusterRoleBinding",
         "Deployment",
         "Role",
+        "Role",
+        "RoleBinding",
         "RoleBinding",
         "Service",
         "ServiceAccount",
@@ -166,10 +175,18 @@ def test_rbac_names_exact_resources_and_verbs(
     assert granted[("", "pods/log")] == {"get"}  # training progress, read from the log
     assert granted[("", "secrets")] == {"list", "watch", "create", "delete"}
     assert granted[("", "events")] == {"create"}
-    lease = one(objects, "Role")["rules"]
+    lease = named(objects, "Role", "leader-election")["rules"]
     assert {(tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in lease} == {
         (("create",), ()),
         (("get", "update"), ("t9k-jobs-operator",)),
+    }
+    # The ownership key (docs/security.md, threat 13): made once, then read, by name.
+    key = named(objects, "Role", "ownership-key")["rules"]
+    assert {
+        (tuple(r["resources"]), tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in key
+    } == {
+        (("secrets",), ("create",), ()),
+        (("secrets",), ("get",), ("t9k-jobs-ownership-key",)),
     }
 
 
@@ -180,13 +197,14 @@ def test_bindings_grant_the_service_account(render: Callable[..., list[Obj]]) ->
     cluster_binding = one(objects, "ClusterRoleBinding")
     assert cluster_binding["subjects"] == [subject]
     assert cluster_binding["roleRef"]["name"] == one(objects, "ClusterRole")["metadata"]["name"]
-    lease_binding = one(objects, "RoleBinding")
-    assert lease_binding["subjects"] == [subject]
-    assert lease_binding["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": one(objects, "Role")["metadata"]["name"],
-    }
+    for suffix in ("leader-election", "ownership-key"):
+        binding = named(objects, "RoleBinding", suffix)
+        assert binding["subjects"] == [subject]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": named(objects, "Role", suffix)["metadata"]["name"],
+        }
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account
 
@@ -238,7 +256,9 @@ def test_values_reach_the_operator_flags(render: Callable[..., list[Obj]]) -> No
     defaults = operator_args(render())
     assert (defaults.progress_interval, defaults.progress_qps) == (30.0, 5.0)
     assert args.leader_elect is False
-    assert not by_kind(objects, "Role")
+    assert [r["metadata"]["name"] for r in by_kind(objects, "Role")] == [
+        named(objects, "Role", "ownership-key")["metadata"]["name"]
+    ]
     assert container(objects)["env"] == [{"name": "T9KJOBS_BLOCK_PLUGINS", "value": "a,b"}]
 
 

@@ -7,7 +7,8 @@ It serves: discovery of the job group (the other groups are not served); Leases,
 with resourceVersions and 409 for a stale update; empty lists; watches that say nothing and end
 after their `timeoutSeconds` (or never, when `silent`); lists, of what a test put in `objects`
 (by collection path) or empty; a status write to a listed object, merged into it; any other
-write, echoed back with a uid and a resourceVersion. It can hang every request (`hang()`: a frozen API server), or answer 503
+write, echoed back with a uid and a resourceVersion; a Secret (the operator's ownership key) as
+an API server does: a GET of one is 404 until it is created, then what was created. It can hang every request (`hang()`: a frozen API server), or answer 503
 to the next discovery requests (`discovery_failures`), or 429 with a Retry-After to the next
 requests other than the Leases' (`throttled`, `retry_after`: priority and fairness shedding a
 busy client). Every request is logged with the time it
@@ -52,6 +53,7 @@ class StandInApi:
         ]
         self.leases: dict[str, Obj] = {}
         self.objects: dict[str, list[Obj]] = {}  # what lists answer, by collection path
+        self.secrets: dict[str, Obj] = {}  # by path: the Secrets created
         self.discovery_failures = 0
         self.throttled = 0  # the next requests (not the Leases') answered 429
         self.retry_after: str | None = "1"  # their Retry-After header (None: none)
@@ -113,6 +115,10 @@ class StandInApi:
             return self._lease(method, path, body)
         if method == "GET" and query.get("watch"):
             return "watch"
+        if "/secrets/" in path and method == "GET":
+            with self._lock:
+                found = self.secrets.get(path)
+            return (200, found) if found else (404, {"kind": "Status", "message": "not found"})
         if method == "GET":
             items = self.objects.get(path, [])
             return 200, {"metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
@@ -124,6 +130,10 @@ class StandInApi:
             "uid": f"uid-{next(self._rv)}",
             "resourceVersion": str(next(self._rv)),
         }
+        if method == "POST" and path.endswith("/secrets"):
+            answer["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+            with self._lock:
+                self.secrets[f"{path}/{answer['metadata']['name']}"] = answer
         return (201 if method == "POST" else 200), answer
 
     def _status(self, path: str, body: Obj) -> tuple[int, Obj]:
