@@ -3,9 +3,12 @@
 #   docker build -t t9k-jobs:0.2.0 .
 # Third-party plugins go into a derived image with one `pip install` (docs/install.md).
 # BASE: any Debian bookworm image; one without Python (a bare root filesystem, as
-# hack/images/build.sh builds from with no registry) gets Debian's python3.
+# hack/images/build.sh builds from with no registry) gets Debian's python3. The default is
+# pinned by digest (the multi-platform index of python:3.11-slim-bookworm, Python 3.11.16, as
+# docker-library/repo-info recorded it at commit 33a22f41ac7b): a tag moves, a digest does not.
+# To move to a newer one: `docker buildx imagetools inspect python:3.11-slim-bookworm`.
 
-ARG BASE=python:3.11-slim-bookworm
+ARG BASE=python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 FROM ${BASE} AS python
 # hadolint ignore=DL3008
 RUN command -v python3 >/dev/null \

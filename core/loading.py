@@ -23,6 +23,8 @@ from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 from t9kjobs.manager import PluginManager
 from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
 from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
+from t9kjobs.planner.queueing import queue_problems
+from t9kjobs.progress import ANNOTATION_PROGRESS_PATTERN, pattern_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -193,8 +195,16 @@ def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
 
 
 def check_job(job: Job, manager: PluginManager) -> list[Problem]:
-    """The owning plugin's semantic checks: errors and warnings, with field paths."""
-    return manager.hooks_for(job.kind).validate(job)
+    """The owning plugin's semantic checks, and the job's progress pattern's (one RE2 reads:
+    `t9kjobs.progress.pattern_problem`): errors and warnings, with field paths."""
+    found = manager.hooks_for(job.kind).validate(job)
+    pattern = job.metadata.annotations.get(ANNOTATION_PROGRESS_PATTERN)
+    problem = pattern_problem(pattern) if pattern else None
+    if problem is not None:
+        path = path_of("metadata.annotations", [ANNOTATION_PROGRESS_PATTERN])
+        found = [Problem(path, problem), *found]
+    # A job that asks for a queue: what Kueue can never count (`queue_problems`).
+    return [*found, *queue_problems(job)]
 
 
 def load_job(manifest: dict[str, Any], manager: PluginManager) -> tuple[Job, list[Problem]]:

@@ -13,20 +13,31 @@ pair whose value is a finite number is a metric (at most `MAX_METRICS`, names of
 characters). A line without the word is no report, whatever else it says.
 
 Jobs that print no report still show progress when their log has lines such as `step 120/300`
-or `Epoch 3/10` (`PROGRESS_PATTERN`), or matches the regular expression in their annotation
-`batch.tensorstack.dev/progress-pattern` (named groups `done` and `total`); such a line gives
-no metrics.
+or `Epoch 3/10` (`PROGRESS_PATTERN`), or matches the regular expression (RE2's syntax) in their
+annotation `batch.tensorstack.dev/progress-pattern` (named groups `done` and `total`); such a
+line gives no metrics.
 
 Why a log line and not a request to the operator: the line needs nothing from the pod (no
 token, no route to the operator, no network policy exception) and cannot speak for another
 job, since the operator reads it from the pods it created; docs/architecture.md, "Progress".
 
-Standard library only, so that a training image can carry this file alone; `report` is
-harmless anywhere: outside a job it prints the line like any other.
+Reading a log cannot stall the operator, whatever the log or the job's pattern
+(docs/security.md): every pattern (the marked line's, `PROGRESS_PATTERN`, the job's own) is
+matched by RE2, whose time is linear in the line and which lets go of the GIL while it matches;
+a line is cut to `MAX_LINE_BYTES` first (a report is a short line), a read stops when its
+`budget` of CPU time is spent, keeping the newest report found, and a job's pattern is taken
+only when RE2 reads it, at most `MAX_PATTERN_LENGTH` characters and `MAX_PATTERN_PROGRAM`
+instructions, with a group `done` (`pattern_problem`). A number is whole ASCII digits that fit
+a signed 64-bit integer, a metric a finite number written in ASCII; anything else is no value.
+
+`report` needs the standard library alone, so that a training image can carry this file
+alone, and is harmless anywhere: outside a job it prints the line like any other. The parser
+needs google-re2 (imported on first use, so that `report` never does).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -34,17 +45,22 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = [
     "ANNOTATION_PROGRESS_PATTERN",
+    "INT64_MAX",
     "MARKER",
+    "MAX_LINE_BYTES",
     "MAX_METRICS",
+    "MAX_PATTERN_LENGTH",
+    "MAX_PATTERN_PROGRAM",
     "PROGRESS_PATTERN",
     "Report",
     "latest_report",
     "latest_report_at",
     "parse_report",
+    "pattern_problem",
     "report",
 ]
 
@@ -54,9 +70,20 @@ ANNOTATION_PROGRESS_PATTERN = "batch.tensorstack.dev/progress-pattern"
 PROGRESS_PATTERN = (
     r"(?i)\b(?:step|epoch|iter(?:ation)?)\b\s*[=:#]?\s*(?P<done>\d+)(?:\s*/\s*(?P<total>\d+))?"
 )
+# What the API takes of a step or a total (an integer field: int64).
+INT64_MAX = 2**63 - 1
+# A line is cut to this many bytes (its last, cut word dropped) before anything matches it:
+# a report is a short line, and no line then costs more than this much matching.
+MAX_LINE_BYTES = 4096
+# A job's own pattern: at most this many characters, and this many RE2 instructions once
+# compiled (PROGRESS_PATTERN takes 54; `\pL` alone some 600), compiled within _MAX_MEM.
+MAX_PATTERN_LENGTH = 512
+MAX_PATTERN_PROGRAM = 4000
+_MAX_MEM = 256 * 1024  # RE2's budget for one pattern: its program and its DFA's cache
 
-_MARKED = re.compile(rf"\b{MARKER}\b((?:\s+[^\s=]+=\S*)*)")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,62}$")
+_MARKED = rf"\b{MARKER}\b((?:\s+[^\s=]+=\S*)*)"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]{0,62}")  # no nested repetition: linear
+_NUMBER = frozenset("0123456789+-.eE")  # what a metric is written with (no `nan`, no `1_0`)
 _RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
@@ -75,14 +102,22 @@ class Report:
         """Of the total, from 0 to 100 (a step past the total is 100); None without a total."""
         if self.total is None or self.total <= 0:
             return None
-        return round(min(100.0, 100.0 * self.step / self.total), 1)
+        return round(min(100.0, 100.0 * max(0, self.step) / self.total), 1)
 
 
 def _whole(text: str) -> int | None:
-    return int(text) if text.isdigit() and len(text) <= 18 else None
+    """A whole number in ASCII digits that fits the API's int64; None for anything else (`²`
+    is a digit to `str.isdigit` and no number to `int`)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 32:
+        return None
+    value = int(text)
+    return value if value <= INT64_MAX else None
 
 
 def _finite(text: str) -> float | None:
+    """A finite number written in ASCII (`0.41`, `-1e-3`); None for anything else."""
+    if not text or not _NUMBER.issuperset(text):
+        return None
     try:
         value = float(text)
     except ValueError:
@@ -90,12 +125,80 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def parse_report(line: str) -> Report | None:
-    """The report a line makes by the convention (module docstring), else None."""
-    found = _MARKED.search(line)
+# -- reading: RE2 ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _re2() -> Any:
+    """google-re2, imported on first use: `report` needs the standard library alone.
+
+    Its match runs with the GIL released (its binding's `Match` holds a
+    `py::gil_scoped_release` while RE2 matches), so even a long match leaves the operator's
+    other threads (the Lease's renewal, /healthz, the workers) running."""
+    import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
+
+    return re2
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str) -> Any:
+    """`pattern` compiled by RE2 within `_MAX_MEM` (re2.error when it cannot be)."""
+    re2 = _re2()
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False  # a refusal is said by pattern_problem, not on stderr
+    return re2.compile(pattern, options)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a job's `batch.tensorstack.dev/progress-pattern` cannot be used, or None: RE2
+    must read it (no backreferences, no lookaround: a match takes time linear in the line),
+    within `MAX_PATTERN_LENGTH` characters and `MAX_PATTERN_PROGRAM` instructions, and it
+    must have a named group `done`."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return f"a pattern of {len(pattern)} characters; at most {MAX_PATTERN_LENGTH} are taken"
+    try:
+        regex = _compiled(pattern)
+    except _re2().error as exc:
+        said = exc.args[0] if exc.args else exc
+        said = said.decode(errors="replace") if isinstance(said, bytes) else str(said)
+        if "pattern too large" in said:
+            return f"too large: RE2 compiles it within {_MAX_MEM // 1024} KiB, and cannot"
+        return (
+            f"not a regular expression RE2 reads ({said}): RE2 syntax, without"
+            " backreferences or lookaround, matches in time linear in the line"
+        )
+    if regex.programsize > MAX_PATTERN_PROGRAM:
+        return (
+            f"too large: RE2 compiles it to {regex.programsize} instructions; at most"
+            f" {MAX_PATTERN_PROGRAM} are taken"
+        )
+    if "done" not in regex.groupindex:
+        return r"no named group `done`, the step reached (e.g. `step (?P<done>\d+)`)"
+    return None
+
+
+def _bounded(line: str) -> bytes:
+    """The line as UTF-8, cut to `MAX_LINE_BYTES`; a cut line loses its last word too, so
+    that no number is read cut short."""
+    data = line[:MAX_LINE_BYTES].encode(errors="replace")
+    if len(data) <= MAX_LINE_BYTES and len(line) <= MAX_LINE_BYTES:
+        return data
+    data = data[:MAX_LINE_BYTES]
+    return data[: max(data.rfind(b" "), data.rfind(b"\t"), 0)]
+
+
+def _marked(data: bytes) -> Report | None:
+    if MARKER.encode() not in data:  # no RE2 for the many lines without the word
+        return None
+    found = _compiled(_MARKED).search(data)
     if found is None:
         return None
-    pairs = dict(p.split("=", 1) for p in found.group(1).split())
+    pairs: dict[str, str] = {}
+    for word in found.group(1).decode(errors="replace").split():
+        name, equals, value = word.partition("=")
+        if equals:
+            pairs[name] = value
     step = _whole(pairs.pop("step", ""))
     if step is None:
         return None
@@ -104,46 +207,64 @@ def parse_report(line: str) -> Report | None:
     metrics: dict[str, float] = {}
     for name, text in pairs.items():
         value = _finite(text)
-        if value is not None and _NAME.match(name) and len(metrics) < MAX_METRICS:
+        if value is not None and _NAME.fullmatch(name) and len(metrics) < MAX_METRICS:
             metrics[name] = value
     return Report(step, total, metrics, marked=True)
 
 
-def _free_form(line: str, regex: re.Pattern[str]) -> Report | None:
-    match = regex.search(line)
+def parse_report(line: str) -> Report | None:
+    """The report a line makes by the convention (module docstring), else None."""
+    return _marked(_bounded(line))
+
+
+def _free_form(data: bytes, regex: Any) -> Report | None:
+    match = regex.search(data)
     if match is None:
         return None
     groups = match.groupdict()
-    step = _whole(groups.get("done") or "")
+    step = _whole((groups.get("done") or b"").decode(errors="replace"))
     if step is None:
         return None
-    total = _whole(groups.get("total") or "")
+    total = _whole((groups.get("total") or b"").decode(errors="replace"))
     return Report(step, total)
 
 
-def latest_report(lines: Iterable[str], pattern: str | None = None) -> Report | None:
+def latest_report(
+    lines: Iterable[str], pattern: str | None = None, *, budget: float | None = None
+) -> Report | None:
     """The newest report of `lines` (oldest first): the last marked line, else the last line
-    `pattern` matches (`PROGRESS_PATTERN` when None). ValueError for a pattern that is not a
-    regular expression."""
-    found = latest_report_at(lines, pattern)
+    `pattern` matches (`PROGRESS_PATTERN` when None). ValueError for a pattern that
+    `pattern_problem` refuses. `budget`: the seconds of this thread's CPU time the search may
+    take (None: no bound); spent, it stops with the newest report found so far."""
+    found = latest_report_at(lines, pattern, budget=budget)
     return found[1] if found is not None else None
 
 
-def latest_report_at(lines: Iterable[str], pattern: str | None = None) -> tuple[int, Report] | None:
-    """`latest_report`, with the index of the line that made it."""
-    try:
-        regex = re.compile(pattern or PROGRESS_PATTERN)
-    except re.error as exc:
-        raise ValueError(f"{ANNOTATION_PROGRESS_PATTERN}: {exc}") from None
-    marked: tuple[int, Report] | None = None
+def latest_report_at(
+    lines: Iterable[str], pattern: str | None = None, *, budget: float | None = None
+) -> tuple[int, Report] | None:
+    """`latest_report`, with the index of the line that made it.
+
+    The lines are read newest first: the first marked line met ends the search, and once a
+    free-form report is found only marked lines are looked for."""
+    if pattern:
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise ValueError(f"{ANNOTATION_PROGRESS_PATTERN}: {problem}")
+    regex = _compiled(pattern or PROGRESS_PATTERN)
+    texts = list(lines)
+    deadline = None if budget is None else time.thread_time() + budget
     free: tuple[int, Report] | None = None
-    for i, line in enumerate(lines):
-        report = parse_report(line)
+    for i in range(len(texts) - 1, -1, -1):
+        if deadline is not None and time.thread_time() > deadline:
+            break  # spent: what was found stands
+        data = _bounded(texts[i])
+        report = _marked(data)
         if report is not None:
-            marked = (i, report)
-        elif marked is None and (report := _free_form(line, regex)) is not None:
+            return i, report
+        if free is None and (report := _free_form(data, regex)) is not None:
             free = (i, report)
-    return marked or free
+    return free
 
 
 _last_printed = 0.0
@@ -181,7 +302,7 @@ def report(
         parts.append(f"total={int(total)}")
     for name, value in metrics.items():
         number = _finite(str(value))
-        if number is not None and _NAME.match(name):
+        if number is not None and _NAME.fullmatch(name):
             parts.append(f"{name}={number:.6g}")
     stream = out or sys.stdout
     print(" ".join(parts), file=stream, flush=True)

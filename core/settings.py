@@ -2,8 +2,8 @@
 
 `t9kjobs operator --network-policy ... --gang-scheduling ...` turns its options into a
 `Settings` and calls `configure` before it loads a job; the bundled `networkpolicy` and
-`scheduling` feature plugins read `current()` when they build a job's children. Nothing else
-writes them.
+`scheduling` feature plugins read `current()` when they build a job's children, and the engine
+reads its Kueue policy (`KueuePolicy`, `t9kjobs.planner.queueing`). Nothing else writes them.
 
 Why a setting object in core, and not another way to reach the plugin:
 
@@ -33,6 +33,7 @@ from typing import Literal, get_args
 __all__ = [
     "GANG_MODES",
     "GangMode",
+    "KueuePolicy",
     "NetworkPolicySettings",
     "Settings",
     "configure",
@@ -80,7 +81,8 @@ class NetworkPolicySettings:
     * `allow_namespaces`: every pod of these namespaces (e.g. the monitoring namespace that
       scrapes the jobs' metrics);
     * `allow_pods`: pods of the job's own namespace that carry all the labels of one entry
-      (e.g. a notebook or a TensorBoard beside the jobs), one peer per entry.
+      (e.g. a notebook or a TensorBoard beside the jobs), one peer per entry; never a pod of
+      a job (the plugin's `NOT_A_REPLICA`), whatever labels its template gives it.
     """
 
     enabled: bool = False
@@ -121,11 +123,69 @@ GANG_MODES: tuple[GangMode, ...] = get_args(GangMode)
 
 
 @dataclass(frozen=True)
+class KueuePolicy:
+    """What the cluster administrator makes of Kueue for every job, read by the engine
+    (`t9kjobs.planner.queueing`, docs/scheduling.md; `t9kjobs operator --kueue-*`):
+
+    * `require_all` / `require_namespaces`: a job must wait in a Kueue queue in every
+      namespace, or in these (Kueue's `manageJobsWithoutQueueName` and its
+      `managedJobsNamespaceSelector`). A job there that names no queue goes to the LocalQueue
+      `default_queue` of its namespace where one of that name exists (as Kueue's
+      LocalQueueDefaulting does with the LocalQueue `default`), and is refused otherwise: no
+      pod, its `Admitted` condition and a Warning Event say so;
+    * `resource_claim_templates`: Kueue counts the devices of a pod's ResourceClaimTemplates
+      (its DynamicResourceAllocation feature gate is on, and its deviceClassMappings name the
+      DeviceClasses the jobs use). Without it a queued job whose pods have a
+      `resourceClaimTemplateName` is refused: Kueue would admit it without counting them.
+    """
+
+    require_all: bool = False
+    require_namespaces: tuple[str, ...] = ()
+    default_queue: str = ""
+    resource_claim_templates: bool = False
+
+    def __post_init__(self) -> None:
+        for name in self.require_namespaces:
+            if not _DNS_LABEL.fullmatch(name):
+                raise ValueError(f"{name!r} is not a namespace name")
+        queue = self.default_queue
+        if queue and (len(queue) > 63 or not _DNS_SUBDOMAIN.fullmatch(queue)):
+            # It is a label's value too (kueue.x-k8s.io/queue-name): at most 63 characters.
+            raise ValueError(f"{queue!r} is not a LocalQueue name")
+        if queue and not self.requires_some():
+            raise ValueError("a default queue needs namespaces that require a queue")
+
+    @classmethod
+    def of(
+        cls, require: Sequence[str] = (), default_queue: str = "", claim_templates: bool = False
+    ) -> KueuePolicy:
+        """From command-line values: `all`, or namespaces (repeated or comma-separated)."""
+        names = {n.strip() for value in require for n in value.split(",") if n.strip()}
+        every = "all" in names
+        return cls(
+            require_all=every,
+            require_namespaces=() if every else tuple(sorted(names)),
+            default_queue=default_queue.strip(),
+            resource_claim_templates=claim_templates,
+        )
+
+    def requires_some(self) -> bool:
+        return self.require_all or bool(self.require_namespaces)
+
+    def requires_queue(self, namespace: str) -> bool:
+        """Whether a job of `namespace` must wait in a Kueue queue."""
+        return self.require_all or namespace in self.require_namespaces
+
+
+@dataclass(frozen=True)
 class Settings:
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
     # `t9k` unless configured: what `t9kjobs render` and plugins' unit tests see, as before
     # kube-scheduler had gangs; the operator's default is `auto` (--gang-scheduling).
     gang_scheduling: GangMode = "t9k"
+    # Queueing made mandatory, and what Kueue is known to count (KueuePolicy): read by the
+    # engine itself, not a plugin; nothing required unless configured.
+    kueue: KueuePolicy = field(default_factory=KueuePolicy)
 
 
 _current = Settings()

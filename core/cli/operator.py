@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from t9kjobs.manager import PluginManager
-from t9kjobs.settings import GANG_MODES, NetworkPolicySettings, parse_labels
+from t9kjobs.settings import GANG_MODES, KueuePolicy, NetworkPolicySettings, parse_labels
 
 __all__ = ["add_operator_parser"]
 
@@ -26,6 +26,10 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
             " need --network-policy",
             file=sys.stderr,
         )
+        return 2
+    kueue_policy = _kueue_policy(args)
+    if isinstance(kueue_policy, str):
+        print(f"t9kjobs operator: {kueue_policy}", file=sys.stderr)
         return 2
     configure_logging(args.log_level, args.log_format)
     namespaces = [n for value in args.namespace for n in value.split(",") if n]
@@ -56,12 +60,29 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         ),
         gang_scheduling=args.gang_scheduling,
         kueue=args.kueue,
+        kueue_policy=kueue_policy,
     )
     try:
         return Operator(options, manager).run()
     except StartupError as exc:
         print(f"t9kjobs operator: {exc}", file=sys.stderr)
         return 2
+
+
+def _kueue_policy(args: argparse.Namespace) -> KueuePolicy | str:
+    """The Kueue policy of the command line, or why it is refused."""
+    given = args.kueue_require_queue or args.kueue_default_queue or args.kueue_claim_templates
+    if given and args.kueue == "off":
+        return (
+            "--kueue-require-queue, --kueue-default-queue and --kueue-resource-claim-templates"
+            " need --kueue auto"
+        )
+    try:
+        return KueuePolicy.of(
+            args.kueue_require_queue, args.kueue_default_queue, args.kueue_claim_templates
+        )
+    except ValueError as exc:
+        return f"--kueue-require-queue, --kueue-default-queue: {exc}"
 
 
 def _namespaces(value: str) -> list[str]:
@@ -189,7 +210,7 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         default=[],
         metavar="KEY=VALUE[,KEY=VALUE]",
         help="with --network-policy: pods of a job's own namespace with all these labels may"
-        " connect to its pods too (repeatable: one selector each)",
+        " connect to its pods too, but never a job's pod (repeatable: one selector each)",
     )
     p.add_argument(
         "--gang-scheduling",
@@ -209,6 +230,34 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         " holds a job labelled kueue.x-k8s.io/queue-name, with no pod, until Kueue admits its"
         " Workload, where the cluster serves kueue.x-k8s.io/v1beta2 Workloads; off: the"
         " operator neither reads nor writes anything of Kueue, and needs no right on it",
+    )
+    p.add_argument(
+        "--kueue-require-queue",
+        action="append",
+        default=[],
+        metavar="all|NS",
+        help="queueing made mandatory (docs/scheduling.md; Kueue's manageJobsWithoutQueueName"
+        " and managedJobsNamespaceSelector): a job of these namespaces (repeatable, or"
+        " comma-separated; all: every namespace) that names no queue waits in the LocalQueue"
+        " of --kueue-default-queue, or is refused: no pod, and a Warning Event naming the label"
+        " kueue.x-k8s.io/queue-name. Needs --kueue auto",
+    )
+    p.add_argument(
+        "--kueue-default-queue",
+        default="",
+        metavar="NAME",
+        help="with --kueue-require-queue: the LocalQueue a job that names none waits in, where"
+        " one of that name exists in its namespace (Kueue's own default LocalQueue is named"
+        " default)",
+    )
+    p.add_argument(
+        "--kueue-resource-claim-templates",
+        dest="kueue_claim_templates",
+        action="store_true",
+        help="Kueue counts the devices of ResourceClaimTemplates (its DynamicResourceAllocation"
+        " feature gate is on and its deviceClassMappings name the DeviceClasses jobs use): a"
+        " queued job's pods may name one; without it such a job is refused, as Kueue would"
+        " admit it without counting them",
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))

@@ -33,7 +33,7 @@ from t9kjobs.client.errors import (
     WaitTimeout,
 )
 from t9kjobs.client.logs import JobLogs, LogLine
-from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind
+from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind, uid_of
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.resources import job_resource
 from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
@@ -323,7 +323,8 @@ class Client:
     ) -> builtins.list[JobEvent]:
         """The Events about the job and its pods, oldest first."""
         ref = self.ref(job, name, namespace)
-        found = self.reader.job_events(self.reader.job(ref), self.reader.pods(ref))
+        raw = self.reader.job(ref)
+        found = self.reader.job_events(raw, self.reader.pods(ref, uid_of(raw)))
         return [
             JobEvent(
                 time=event_time(e),
@@ -359,16 +360,19 @@ class Client:
         ref = self.ref(job, name, namespace)
         policy = "Foreground" if wait else "Background"
         path = job_resource(ref.info).path(ref.namespace, ref.name)
-        self.reader.call("DELETE", path, ref.where, body={"propagationPolicy": policy})
+        said = self.reader.call("DELETE", path, ref.where, body={"propagationPolicy": policy})
         if not wait:
             return
+        # The job's uid, to know its pods from any others with its labels: the deleted job (or
+        # the Status of its deletion) names it.
+        uid = uid_of(said) or str((said.get("details") or {}).get("uid") or "")
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.reader.job(ref)
+                uid = uid or uid_of(self.reader.job(ref))
                 left = "the job"
             except JobNotFound:
-                pods = self.reader.pods(ref)
+                pods = self.reader.pods(ref, uid)
                 if not pods:
                     return
                 left = f"{len(pods)} pod(s)"

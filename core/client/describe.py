@@ -21,6 +21,7 @@ from t9kjobs.client.reader import (
     JobRef,
     event_time,
     training_container,
+    uid_of,
 )
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import Job
@@ -87,7 +88,8 @@ class _Describer:
         self.raw = reader.job(ref)
         self.status: Obj = self.raw.get("status") or {}
         self.job: Job | None = reader.parsed(self.raw)
-        self.pods = {p["metadata"]["name"]: p for p in reader.pods(ref)}
+        self.uid = uid_of(self.raw)
+        self.pods = {p["metadata"]["name"]: p for p in reader.pods(ref, self.uid)}
         self.desired = reader.desired_pods(self.raw)
 
     def _training_container(self, pod_name: str) -> str | None:
@@ -225,7 +227,7 @@ class _Describer:
         return [{"replicas": ids, "command": list(argv)} for argv, ids in groups.items()]
 
     def hostfile(self) -> dict[str, Any] | None:
-        for cm in self.reader.config_maps(self.ref):
+        for cm in self.reader.config_maps(self.ref, self.uid):
             text = (cm.get("data") or {}).get("hostfile")
             if text is not None:
                 return {"configMap": cm["metadata"]["name"], "text": text}

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from t9kjobs.client.errors import ClientError, NoLog
-from t9kjobs.client.reader import UNREACHABLE, ClusterReader, JobRef, training_container
+from t9kjobs.client.reader import UNREACHABLE, ClusterReader, JobRef, training_container, uid_of
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.objects import ANNOTATION_INCARNATION, Obj, deciding_replica, replica_id
 
@@ -74,7 +74,7 @@ class JobLogs:
             for t in (self.job.get("status") or {}).get("tasks") or []
             for r in t.get("replicas") or []
         ]
-        names += [p["metadata"]["name"] for p in self.reader.pods(self.ref)]
+        names += [p["metadata"]["name"] for p in self.reader.pods(self.ref, self.uid)]
         return {replica_id(self.ref.name, n): n for n in sorted(set(names))}
 
     def resolve(self, wanted: str | None, wait: bool = False) -> tuple[str, str]:
@@ -98,6 +98,16 @@ class JobLogs:
                 f"{self.ref} has no replica {wanted!r}; its replicas: {', '.join(known)}"
             )
         return str(wanted), known[str(wanted)]
+
+    @property
+    def uid(self) -> str:
+        """The job's uid: a pod is one of its replicas only if the job is its controller."""
+        return uid_of(self.job)
+
+    def _pod(self, pod_name: str) -> Obj | None:
+        """The replica's pod now: None when there is none of that name, or only one that is
+        not the job's (a pod anyone may create under a replica's name while it has none)."""
+        return self.reader.pod(self.ref.namespace, pod_name, self.uid)
 
     def container(self, pod_name: str, pod: Obj | None) -> str | None:
         if self.container_name:
@@ -148,7 +158,7 @@ class JobLogs:
         self, replica: str, pod_name: str, tail: int | None = None, since: int | None = None
     ) -> list[LogLine]:
         """The replica's log as it is now (NoLog when it cannot be read)."""
-        pod = self.reader.pod(self.ref.namespace, pod_name)
+        pod = self._pod(pod_name)
         if pod is None:
             raise NoLog(self.gone(replica))
         try:
@@ -171,7 +181,7 @@ class JobLogs:
         last_uid = last_stamp = marked = None
         first = True
         while True:
-            pod = self.reader.pod(self.ref.namespace, pod_name)
+            pod = self._pod(pod_name)
             uid = pod["metadata"].get("uid") if pod else None
             if pod is None or uid in streamed:
                 if _finished(self.reader.job(self.ref)):
@@ -215,7 +225,7 @@ class JobLogs:
                 time.sleep(POLL_SECONDS)
             first = False
             last_uid = uid
-            now = self.reader.pod(self.ref.namespace, pod_name)
+            now = self._pod(pod_name)
             if now is None or now["metadata"].get("uid") != uid or _exited(now):
                 streamed.add(str(uid))
 

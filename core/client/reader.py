@@ -1,6 +1,9 @@
 """What the client reads from the API server: a job, its pods, ConfigMaps, Events, its pods'
-logs and their nodes, each in one request (the pods by their owner labels), as plain JSON
-through the operator's Transport.
+logs and their nodes, each in one request, as plain JSON through the operator's Transport.
+
+A job's pods and ConfigMaps are listed by its owner labels, then kept only if their controller
+ownerReference is the job, by uid: labels are not a credential (whoever may create pods in the
+namespace may give a bare pod a job's labels), and such a pod is no replica of the job.
 
 A job's replicas are named as users see them: the pod name without `<job>-` (`worker-1`,
 `master-0`, ColossalAI's `launcher`); the deciding replica, whose log matters most, is the
@@ -37,9 +40,11 @@ __all__ = [
     "UNREACHABLE",
     "ClusterReader",
     "JobRef",
+    "controlled_by",
     "event_time",
     "find_kind",
     "training_container",
+    "uid_of",
 ]
 
 # A connection that failed: the socket's errors, and urllib3's own (a refused connection is a
@@ -48,6 +53,19 @@ UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 
 # KWOK's annotation on the fake nodes it drives (hack/cluster/kwok/start.sh).
 _SIMULATED_NODE = "kwok.x-k8s.io/node"
+
+
+def controlled_by(obj: Obj, uid: str) -> bool:
+    """Whether `obj`'s controller ownerReference names the object of `uid` (never for an
+    empty `uid`)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((r for r in refs if r.get("controller")), None)
+    return bool(uid) and controller is not None and controller.get("uid") == uid
+
+
+def uid_of(raw: Obj) -> str:
+    """A job's uid, as the API server gave it (`""` when it has none)."""
+    return str((raw.get("metadata") or {}).get("uid") or "")
 
 
 def find_kind(text: str, manager: PluginManager) -> KindInfo:
@@ -112,24 +130,30 @@ class ClusterReader:
         found = self.call("GET", path, where, query={"labelSelector": selector})
         return list(found.get("items") or [])
 
-    def _owned(self, kind: str, ref: JobRef) -> list[Obj]:
+    def _owned(self, kind: str, ref: JobRef, uid: str) -> list[Obj]:
+        """The objects of `kind` with the job's owner labels whose controller is the job of
+        `uid`, by name."""
         selector = f"{LABEL_OWNER_KIND}={ref.info.kind},{LABEL_OWNER_NAME}={ref.name}"
         path = CHILD_RESOURCES[kind].path(ref.namespace)
         found = self.call(
             "GET", path, f"the {kind}s of {ref.where}", query={"labelSelector": selector}
         )
-        return sorted(found.get("items") or [], key=lambda o: o["metadata"]["name"])
+        owned = [o for o in found.get("items") or [] if controlled_by(o, uid)]
+        return sorted(owned, key=lambda o: o["metadata"]["name"])
 
-    def pods(self, ref: JobRef) -> list[Obj]:
-        return self._owned("Pod", ref)
+    def pods(self, ref: JobRef, uid: str) -> list[Obj]:
+        """The pods of the job `ref` names, `uid` its uid (`metadata.uid`)."""
+        return self._owned("Pod", ref, uid)
 
-    def pod(self, namespace: str, name: str) -> Obj | None:
-        """The pod; None when there is none of that name."""
+    def pod(self, namespace: str, name: str, uid: str | None = None) -> Obj | None:
+        """The pod; None when there is none of that name, or (with `uid`, a job's) when the
+        pod of that name is not that job's."""
         path = CHILD_RESOURCES["Pod"].path(namespace, name)
         try:
-            return self.call("GET", path, f"Pod/{name} in namespace {namespace}")
+            found = self.call("GET", path, f"Pod/{name} in namespace {namespace}")
         except JobNotFound:  # the 404 of any object
             return None
+        return found if uid is None or controlled_by(found, uid) else None
 
     def on_simulated_node(self, pod: Obj | None) -> bool:
         """Whether the pod runs on a KWOK node, which keeps no logs (False when the node
@@ -142,8 +166,9 @@ class ClusterReader:
             return _SIMULATED_NODE in ((got.get("metadata") or {}).get("annotations") or {})
         return False
 
-    def config_maps(self, ref: JobRef) -> list[Obj]:
-        return self._owned("ConfigMap", ref)
+    def config_maps(self, ref: JobRef, uid: str) -> list[Obj]:
+        """The ConfigMaps of the job `ref` names, `uid` its uid."""
+        return self._owned("ConfigMap", ref, uid)
 
     def job_events(self, raw: Obj, pods: list[Obj]) -> list[Obj]:
         """The Events about the job `raw` and its pods, oldest first: the pods it has (by

@@ -78,7 +78,11 @@ class Operator:
         # child kinds to watch: an optional one only when its option is on, so that without
         # it the operator needs no right on it.
         configure(
-            Settings(network_policy=options.network_policy, gang_scheduling=options.gang_scheduling)
+            Settings(
+                network_policy=options.network_policy,
+                gang_scheduling=options.gang_scheduling,
+                kueue=options.kueue_policy,
+            )
         )
         optional = {"NetworkPolicy"} if options.network_policy.enabled else set()
         if options.gang_scheduling in ("auto", "t9k"):

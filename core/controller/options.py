@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from t9kjobs.settings import GangMode, NetworkPolicySettings
+from t9kjobs.settings import GangMode, KueuePolicy, NetworkPolicySettings
 
 __all__ = ["Options"]
 
@@ -56,6 +56,9 @@ class Options:
     # Queues, quotas and preemption with Kueue (t9kjobs.planner.queueing, docs/scheduling.md):
     # `auto` speaks to Kueue where the cluster serves its Workloads; `off` ignores its labels.
     kueue: Literal["auto", "off"] = "auto"
+    # Queueing made mandatory (namespaces, a default LocalQueue) and what Kueue is known to
+    # count (t9kjobs.settings.KueuePolicy): only with `kueue` auto.
+    kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
     # Training progress read from running jobs' logs (t9kjobs.controller.progress): a job at
     # most once every progress_interval seconds, all jobs together at most progress_qps reads
     # a second (0: progress is not read).

@@ -10,6 +10,13 @@ for the log since the newest line read before (`sinceTime`), its last `TAIL_LINE
 most, `LIMIT_BYTES` at most. A newer report than the job's last is kept (`reading`) and the job
 queued: its next plan writes it into its status, so the status keeps one writer.
 
+Parsing cannot stall the operator: it runs in this thread alone (not a worker's, not the
+Lease's, not /healthz's), by RE2 with the GIL let go while it matches, each line cut to
+`t9kjobs.progress.MAX_LINE_BYTES`, and a read's parse stops after `PARSE_BUDGET` seconds of
+this thread's CPU time, keeping the newest report found. A job's own pattern that
+`pattern_problem` refuses is ignored (read as if the job had none): the job's checks refuse it
+too (`t9kjobs validate`, and the operator's InvalidSpec condition and event).
+
 Why read logs, and not take pushes from the pods: docs/architecture.md, "Progress".
 
 Only the pod the plan named is read, and only while the operator's cache holds it as the
@@ -31,22 +38,37 @@ from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import Transport
 from t9kjobs.planner import ProgressSource, Reading
 from t9kjobs.planner.conditions import parse_time
-from t9kjobs.progress import Report, latest_report_at
+from t9kjobs.progress import Report, latest_report_at, pattern_problem
 from t9kjobs.vocabulary import JobKey
 
-__all__ = ["LIMIT_BYTES", "MAX_BACKOFF", "TAIL_LINES", "ProgressReader", "newest_report"]
+__all__ = [
+    "LIMIT_BYTES",
+    "MAX_BACKOFF",
+    "PARSE_BUDGET",
+    "TAIL_LINES",
+    "ProgressReader",
+    "newest_report",
+]
 
 log = logging.getLogger("t9kjobs.operator")
 
 TAIL_LINES = 200
 LIMIT_BYTES = 256 * 1024
 MAX_BACKOFF = 600.0
+# Seconds of the reader thread's CPU time one read's parse may take (a log of 200 ordinary
+# lines takes about a millisecond).
+PARSE_BUDGET = 0.1
 
 
-def newest_report(lines: list[str], pattern: str | None) -> tuple[Report, datetime] | None:
-    """The newest report of timestamped log lines (`<RFC 3339> <text>`), and its time."""
+def newest_report(
+    lines: list[str], pattern: str | None, budget: float | None = PARSE_BUDGET
+) -> tuple[Report, datetime] | None:
+    """The newest report of timestamped log lines (`<RFC 3339> <text>`), and its time; a
+    `pattern` that `pattern_problem` refuses is ignored (module docstring)."""
+    if pattern and pattern_problem(pattern) is not None:
+        pattern = None
     stamped = [line.partition(" ") for line in lines]
-    found = latest_report_at((text for _, _, text in stamped), pattern)
+    found = latest_report_at([text for _, _, text in stamped], pattern, budget=budget)
     if found is None:
         return None
     index, report = found
@@ -170,10 +192,7 @@ class ProgressReader:
         except Exception as exc:  # an API error, a connection lost (urllib3's are no OSError)
             self._failed(key, exc)
             return
-        try:
-            found = newest_report(lines, source.pattern)
-        except ValueError:  # the job's own pattern is no regular expression
-            found = None
+        found = newest_report(lines, source.pattern)
         with self._lock:
             if key not in self._sources:
                 return  # stopped meanwhile

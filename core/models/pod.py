@@ -19,7 +19,10 @@ anyway, `t9kjobs.objects.new_pod`; refusing says so when the job is submitted):
 * `hostname` and `subdomain` in the templates of a kind whose pods the operator names in the
   job's headless Service (`HeadlessPodTemplate`), and `hostNetwork: true` where the pods run
   sshd on port 22 (`SshPodTemplate`: on the node's network, that would be the node's
-  port 22).
+  port 22), and there a container port's `hostPort` too (a port of the node forwarded to
+  sshd, or to the job's unauthenticated rendezvous ports);
+* `schedulingGroup` in every template: the gang a pod joins is the operator's to say (the
+  `scheduling` feature plugin's own PodGroup, or none), never another job's.
 
 Each such refusal is declared twice, as a CEL rule for the API server and as a pydantic
 validator for `t9kjobs validate`, at the same field path.
@@ -61,6 +64,9 @@ __all__ = [
     "PodSpecShape",
     "PodTemplate",
     "PodTemplateShape",
+    "SchedulingGroupShape",
+    "SshContainerPortShape",
+    "SshContainerShape",
     "SshPodSpecShape",
     "SshPodTemplate",
     "SshPodTemplateShape",
@@ -174,11 +180,29 @@ _UNIQUE_NAMES = (
 )
 
 
+class SchedulingGroupShape(_Shape):
+    """The gang a pod joins (kube-scheduler's): typed only so that a CEL rule can name it; a
+    template may not set it."""
+
+    pod_group_name: str | None = Field(default=None, description="The PodGroup's name.")
+
+
+_SCHEDULING_GROUP = (
+    "`schedulingGroup` is set by the operator: a pod joins its own job's gang (a PodGroup the"
+    " operator makes) or none, never one a template names"
+)
+
 _SPEC_RULES: list[JsonValue] = [
     {
         "rule": f"{_UNIQUE_NAMES}.all(n, {_UNIQUE_NAMES}.exists_one(m, m == n))",
         "message": "container names must be unique among containers and initContainers",
-    }
+    },
+    {
+        "rule": "!has(self.schedulingGroup)",
+        "message": _SCHEDULING_GROUP,
+        "fieldPath": ".schedulingGroup",
+        "reason": "FieldValueForbidden",
+    },
 ]
 
 
@@ -194,6 +218,16 @@ class PodSpecShape(_Shape):
         default=None, description="Init containers."
     )
     volumes: list[VolumeShape] | None = Field(default=None, description="Volumes.")
+    scheduling_group: SchedulingGroupShape | None = Field(
+        default=None,
+        description="Not allowed: the operator sets it (a pod joins its own job's gang, or none).",
+    )
+
+    @field_validator("scheduling_group")
+    @classmethod
+    def _gang_set_by_the_operator(cls, value: object) -> object:
+        # Called only for a value the user wrote (a null is absent): the CRD refuses any value.
+        raise ValueError(_SCHEDULING_GROUP)
 
     @model_validator(mode="after")
     def _unique_names(self) -> PodSpecShape:
@@ -274,6 +308,11 @@ _HOST_NETWORK = (
     "`hostNetwork: true` is not allowed in this kind: its pods run sshd on port 22, which on the"
     " node's network would be the node's own port 22"
 )
+_HOST_PORT = (
+    "`hostPort` is not allowed in this kind: its pods run sshd (as root by default), and a port"
+    " of the node forwarded to a container would open it, or the job's rendezvous ports, to"
+    " whoever reaches the node"
+)
 
 
 def _refused_rule(field: str) -> JsonValue:
@@ -295,6 +334,48 @@ _SSH_SPEC_RULES: list[JsonValue] = [
         "reason": "FieldValueForbidden",
     },
 ]
+
+
+class SshContainerPortShape(ContainerPortShape):
+    """A container port of a pod that runs sshd: no `hostPort`."""
+
+    model_config = ContainerPortShape.model_config | ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.hostPort) || self.hostPort == 0",
+                    "message": _HOST_PORT,
+                    "fieldPath": ".hostPort",
+                    "reason": "FieldValueForbidden",
+                }
+            ]
+        }
+    )
+
+    host_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Not allowed (but 0, none): the pods run sshd, which a port of the node"
+        " would open to whoever reaches the node.",
+    )
+
+    @field_validator("host_port")
+    @classmethod
+    def _not_on_the_node(cls, value: int | None) -> int | None:
+        if value:
+            raise ValueError(_HOST_PORT)
+        return value
+
+
+class SshContainerShape(ContainerShape):
+    """A container of a pod that runs sshd: its ports have no `hostPort`."""
+
+    # A narrower item type than the base's: lists are invariant to mypy, but these shapes only
+    # validate (the template stays the dict it was), so nothing appends a base item to them.
+    ports: list[SshContainerPortShape] | None = Field(  # type: ignore[assignment]
+        default=None, description="Ports."
+    )
 
 
 def _refused_field(field: str) -> Any:
@@ -321,10 +402,18 @@ class HeadlessPodSpecShape(PodSpecShape):
 
 class SshPodSpecShape(HeadlessPodSpecShape):
     """The pod spec of a kind whose pods run sshd (DeepSpeedJob, ColossalAIJob): also
-    not on the node's network."""
+    not on the node's network, nor reached through a port of the node (`hostPort`)."""
 
     model_config = HeadlessPodSpecShape.model_config | ConfigDict(
         json_schema_extra={"x-kubernetes-validations": _SSH_SPEC_RULES}
+    )
+
+    # Narrower item types than the base's (see `SshContainerShape.ports`).
+    containers: list[SshContainerShape] | None = Field(  # type: ignore[assignment]
+        default=None, description="Containers."
+    )
+    init_containers: list[SshContainerShape] | None = Field(  # type: ignore[assignment]
+        default=None, description="Init containers."
     )
 
     host_network: bool | None = Field(
@@ -348,7 +437,8 @@ class HeadlessPodTemplateShape(PodTemplateShape):
 
 
 class SshPodTemplateShape(PodTemplateShape):
-    """A pod template of sshd pods: no hostname, subdomain or `hostNetwork: true`."""
+    """A pod template of sshd pods: no hostname, subdomain, `hostNetwork: true` or
+    `hostPort`."""
 
     spec: SshPodSpecShape | None = Field(default=None, description="Pod spec.")
 
@@ -390,7 +480,8 @@ HeadlessPodTemplate = Annotated[
     _ShapeSchema(HeadlessPodTemplateShape),
 ]
 # The template of a kind whose pods run sshd and are named in the job's headless Service
-# (DeepSpeedJob, ColossalAIJob): hostname, subdomain and `hostNetwork: true` are refused.
+# (DeepSpeedJob, ColossalAIJob): hostname, subdomain, `hostNetwork: true` and `hostPort` are
+# refused.
 SshPodTemplate = Annotated[
     dict[str, Any],
     WrapValidator(_checker(SshPodTemplateShape)),

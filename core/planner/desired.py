@@ -34,7 +34,7 @@ def desired_pods(
     After a pause, `resumeSpecs` override command, args and init containers (a launch command
     replaces command and args again: kinds with one refuse them, `GeneratedCommandRunMode`).
     The cross-cutting mutations learn which child kinds the cluster lacks, so that a pod never
-    depends on one.
+    depends on one; they alone set `spec.schedulingGroup` (a plugin's pod loses its own).
     """
     pods = hooks.build_pods(job)
     mode = life.run_mode
@@ -72,6 +72,10 @@ def desired_pods(
             if launch is not None and container is not None:
                 container["command"] = list(launch)
                 container.pop("args", None)
+        # The gang a pod joins is the operator's to say (the `scheduling` feature plugin sets
+        # it in `mutate_pod`): one a template named, refused by the kinds' own templates, is
+        # dropped here for every kind, so that no pod joins another job's gang.
+        pod.manifest["spec"].pop("schedulingGroup", None)
         hooks.mutate_pod(job, pod, absent_kinds)
         harden(pod.manifest)
     return pods
@@ -84,10 +88,15 @@ def harden(pod: Obj) -> None:
       token in every rank is a credential for whoever gets a shell in one. A template that
       sets `automountServiceAccountToken` or names a `serviceAccountName` asks for one.
     * The runtime's default seccomp profile, and no privilege escalation (setuid binaries,
-      file capabilities) in any container; a template's own setting wins.
+      file capabilities) in any container.
     * A container that runs as a normal user (`runAsNonRoot`, or a `runAsUser` other than 0,
       its own or the pod's) drops every capability it does not ask for: it could use none of
       them, and with the defaults above it passes Pod Security "restricted".
+
+    Field by field: a template's own setting of a field wins, and only that field; a
+    securityContext that sets other fields (`privileged: false`, `runAsUser`) still gets these
+    defaults. A container that is privileged, or adds `CAP_SYS_ADMIN`, escalates by definition:
+    the API refuses `allowPrivilegeEscalation: false` beside either, so it is not added there.
     """
     spec = pod["spec"]
     if "serviceAccountName" not in spec:
@@ -97,11 +106,22 @@ def harden(pod: Obj) -> None:
         context["seccompProfile"] = {"type": "RuntimeDefault"}
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         container_context = container.setdefault("securityContext", {})
-        if "privileged" in container_context:
+        if container_context.get("privileged") is True:
             continue  # asks for everything: nothing is added that the API would refuse
-        container_context.setdefault("allowPrivilegeEscalation", False)
+        if "allowPrivilegeEscalation" not in container_context and not _adds_sys_admin(
+            container_context
+        ):
+            container_context["allowPrivilegeEscalation"] = False
         if _non_root(context, container_context) and "capabilities" not in container_context:
             container_context["capabilities"] = {"drop": ["ALL"]}
+
+
+def _adds_sys_admin(container_context: Obj) -> bool:
+    """Whether a container adds `CAP_SYS_ADMIN`, which the API refuses beside
+    `allowPrivilegeEscalation: false` (it compares the name as written)."""
+    capabilities = container_context.get("capabilities")
+    added = capabilities.get("add") if isinstance(capabilities, dict) else None
+    return isinstance(added, list) and "CAP_SYS_ADMIN" in added
 
 
 def _non_root(pod_context: Obj, container_context: Obj) -> bool:

@@ -35,6 +35,7 @@ from t9kjobs.planner.queueing import (
     WORKLOAD,
     admission,
     finished_workloads,
+    label_ignored,
     queued,
     workload_objects,
 )
@@ -84,8 +85,10 @@ def plan(
         else:
             s = _situation(job, status, observed, now, life, hooks)
             held = None
-            if s.queued is not None and WORKLOAD not in observed.absent_kinds:
-                held = admission(job, s.queued, status, observed, s.pods, ts)
+            q = s.queued
+            # A refused job is held even where Workloads are not served (`queueing`).
+            if q is not None and (WORKLOAD not in observed.absent_kinds or q.refusal):
+                held = admission(job, q, status, observed, s.pods, ts)
             if held is None:
                 changes = _judge(s, status, hooks)
                 if status.phase == "Running":
@@ -93,12 +96,16 @@ def plan(
             else:
                 changes = held
                 count_ready(status)
+            ignored = label_ignored(q, before, status)
+            if ignored:
+                changes = replace(changes, events=(*changes.events, *ignored))
     if status.phase == "Succeeded" and before.phase != "Succeeded":
         complete_progress(status)
     if status.finished:
         # Its Workload is declared Finished by the plan that finishes the job, or by a later
-        # one if that write failed: the quota goes back to the queue.
-        changes = replace(changes, patch_status=finished_workloads(status, observed, ts))
+        # one if that write failed, once no pod of the job holds resources: the quota goes
+        # back to the queue.
+        changes = finished_workloads(changes, status, observed, ts)
     built = _built(before, status, changes, observed, now, warnings, routine_events)
     return replace(built, progress_source=source)
 

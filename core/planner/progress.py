@@ -22,7 +22,11 @@ from t9kjobs.planner.conditions import parse_time, rfc3339
 from t9kjobs.planner.types import ProgressSource, Reading
 from t9kjobs.progress import ANNOTATION_PROGRESS_PATTERN, Report
 
-__all__ = ["complete_progress", "progress_source", "record_progress"]
+__all__ = ["MAX_REMAINING_SECONDS", "complete_progress", "progress_source", "record_progress"]
+
+# The longest time left the status says (ten years): an estimate from a crawl of a step a day
+# towards a total of 10**18 is no figure, and the API's integer is 64 bits.
+MAX_REMAINING_SECONDS = 10 * 365 * 24 * 3600
 
 
 def progress_source(
@@ -43,6 +47,12 @@ def progress_source(
 
 
 def _remaining(before: TrainingProgress | None, report: Report, at: datetime) -> int | None:
+    """Seconds left at the pace since the previous report, at most `MAX_REMAINING_SECONDS`."""
+    left = _estimate(before, report, at)
+    return None if left is None else min(MAX_REMAINING_SECONDS, max(0, left))
+
+
+def _estimate(before: TrainingProgress | None, report: Report, at: datetime) -> int | None:
     """Seconds left at the pace since the previous report; the previous estimate when no step
     was made; None without a total or a previous report."""
     if report.total is None or before is None or before.last_update_time is None:

@@ -65,11 +65,18 @@ class Kueue:
 
 @dataclass(frozen=True)
 class Queued:
-    """A job's place in a Kueue queue: the Workload it wants, or why it cannot have one yet."""
+    """A job's place in a Kueue queue: the Workload it wants, or why it cannot have one yet.
+
+    `refusal`: the reason the job is refused a place rather than waiting for one (it names no
+    queue where one is required, its pods hold what Kueue cannot count, ...; `problem` says
+    what): no pod, no Workload, a Warning Event. `ignored`: what the job asks for now that
+    its Workload's queue overrides (its queue label removed or changed once queued)."""
 
     queue: str
     workload: Obj | None  # None: `problem` says why
     problem: str | None = None
+    refusal: str | None = None
+    ignored: str | None = None
 
 
 @dataclass(frozen=True)

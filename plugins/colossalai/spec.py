@@ -202,7 +202,8 @@ class ColossalAIReplicaSpec(ApiModel):
         " the first); its command and args are ignored. A launcher template without"
         " containers gets one derived from the worker container. It may not set hostname or"
         " subdomain (the operator sets them: the job's headless Service) nor `hostNetwork:"
-        " true` (workers run sshd on port 22).",
+        " true` or a `hostPort` (workers run sshd on port 22), nor `schedulingGroup` (the"
+        " operator's).",
     )
 
     def restart_rule(self) -> RestartRule:

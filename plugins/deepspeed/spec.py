@@ -155,8 +155,8 @@ class Worker(ApiModel):
         default_factory=dict,
         description="The workers' pod template; the operator sets restartPolicy Never and the"
         " training container's command. It may not set hostname or subdomain (the operator"
-        " sets them: the job's headless Service) nor `hostNetwork: true` (workers run sshd on"
-        " port 22).",
+        " sets them: the job's headless Service) nor `hostNetwork: true` or a `hostPort` (workers"
+        " run sshd on port 22), nor `schedulingGroup` (the operator's).",
     )
     restart_policy: RestartPolicyType = Field(
         default="OnFailure",

@@ -11,7 +11,14 @@ value `networkPolicy.jobs.enabled`), each job owns a NetworkPolicy named after i
 * one ingress rule, from the pods with the same owner labels in the job's namespace, plus the
   peers the operator was told to admit for every job (`--network-policy-allow-namespace`:
   every pod of a namespace; `--network-policy-allow-pods`: pods of the job's namespace with
-  some labels). No `ports`: every port, to those peers only.
+  some labels, but never a job's pod). No `ports`: every port, to those peers only.
+
+An `allowPods` peer is a pod with the entry's labels **and without
+`tensorstack.dev/replica-type`**, the label the engine gives every pod of every job (of every
+kind: the conformance kit checks it) and that a template can neither set nor remove (its domain
+is the operator's). Without that, any job's template could give its pods the peer's labels
+(`app: notebook`) and so reach every other job's pods in the namespace (issue #47); a notebook
+or a TensorBoard beside the jobs is no replica and stays a peer.
 
 The setting is operator-wide and read from `t9kjobs.settings` at each call (why there, and
 not from the environment: that module's docstring). Off, the plugin adds nothing, and jobs
@@ -31,13 +38,14 @@ from collections.abc import Sequence
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo
 from t9kjobs.models import Job
-from t9kjobs.objects import DesiredPod, Obj, owner_labels, owner_reference
+from t9kjobs.objects import LABEL_REPLICA_TYPE, DesiredPod, Obj, owner_labels, owner_reference
 from t9kjobs.settings import NetworkPolicySettings, current
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",
     "NETWORK_POLICY_API_VERSION",
     "NETWORK_POLICY_KIND",
+    "NOT_A_REPLICA",
     "network_policy",
     "t9kjobs_build_auxiliary_objects",
     "t9kjobs_kinds",
@@ -45,6 +53,8 @@ __all__ = [
 
 NETWORK_POLICY_API_VERSION = "networking.k8s.io/v1"
 NETWORK_POLICY_KIND = "NetworkPolicy"
+# What an `allowPods` peer must not carry: the label of every job's pods.
+NOT_A_REPLICA = {"key": LABEL_REPLICA_TYPE, "operator": "DoesNotExist"}
 # Set by the API server on every namespace (Kubernetes >= 1.21): a namespace by its name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -57,7 +67,10 @@ def network_policy(job: Job, settings: NetworkPolicySettings) -> Obj:
         {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
         for name in settings.allow_namespaces
     ]
-    peers += [{"podSelector": {"matchLabels": dict(labels)}} for labels in settings.allow_pods]
+    peers += [
+        {"podSelector": {"matchLabels": dict(labels), "matchExpressions": [dict(NOT_A_REPLICA)]}}
+        for labels in settings.allow_pods
+    ]
     return {
         "apiVersion": NETWORK_POLICY_API_VERSION,
         "kind": NETWORK_POLICY_KIND,

@@ -189,7 +189,13 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
         for o in objects:
-            if o["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            # Cluster-wide: the rights, and the queue label's admission policy (kueue.enabled).
+            if o["kind"] in (
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+            ):
                 cluster.kubectl("delete", o["kind"], o["metadata"]["name"], check=False)
         # Waited for: an operator of a later test must not find PodGroups served (its
         # gang-scheduled pods would wait for a T9k scheduler that does not run here).

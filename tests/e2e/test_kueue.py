@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
@@ -463,3 +464,177 @@ def test_sigkilled_operator_while_admitting_and_evicting_never_runs_a_pod_unadmi
             f"pod {obj['metadata']['name']} created while {owner} was evicted"
         )
     assert len([p for k, p in pods.snapshot() if k == "ADDED"]) == 2 * (3 + len(others))
+
+
+# -- The queue cannot be skipped (docs/scheduling.md) ----------------------------------------
+
+
+def _queue_operator(cluster: Any, namespace: str, log: Path, *extra: str) -> OperatorProcess:
+    op = operator_process(cluster, "--namespace", namespace, *extra, log=log)
+    op.wait_ready()
+    return op
+
+
+def _reason(kube: Kube, job: Any, reason: str) -> Any:
+    return until(
+        lambda: ((s := kube.status(job)).get("reason") == reason and s) or None,
+        f"{job['metadata']['name']} {reason}",
+    )
+
+
+def _warned(kube: Kube, job: Any, reason: str) -> Any:
+    return until(
+        lambda: next(
+            (e for e in kube.events(job) if e["reason"] == reason and e["type"] == "Warning"),
+            None,
+        ),
+        f"a Warning Event {reason} on {job['metadata']['name']}",
+    )
+
+
+def test_a_namespace_that_requires_a_queue_queues_a_job_without_one_or_refuses_it(
+    cluster: Any, kube: Kube, queue: str, namespace: str, tmp_path: Path
+) -> None:
+    """--kueue-require-queue NS --kueue-default-queue team: a job without the label waits in
+    LocalQueue team and runs once admitted. With a default LocalQueue that does not exist, such
+    a job is refused (no pod, QueueRequired, a Warning naming the label) until it is labelled."""
+    op = _queue_operator(
+        cluster,
+        namespace,
+        tmp_path / "op-default.log",
+        f"--kueue-require-queue={namespace}",
+        f"--kueue-default-queue={queue}",
+    )
+    try:
+        defaulted = _job("defaulted", None)
+        kube.create(defaulted)
+        kube.wait_phase(defaulted, "Succeeded", timeout=120)
+        assert _workloads(kube)["genericjob-defaulted"]["spec"]["queueName"] == queue
+    finally:
+        op.stop()
+    op = _queue_operator(
+        cluster,
+        namespace,
+        tmp_path / "op-refused.log",
+        f"--kueue-require-queue={namespace}",
+        "--kueue-default-queue=missing",
+    )
+    try:
+        refused = _job("refused", None)
+        kube.create(refused)
+        status = _reason(kube, refused, "QueueRequired")
+        assert status["phase"] == "Queued"
+        event = _warned(kube, refused, "QueueRequired")
+        assert "kueue.x-k8s.io/queue-name" in event["message"]
+        assert not [p for p in kube.pods() if p.startswith("refused-")]
+        assert "genericjob-refused" not in _workloads(kube)
+        kube.patch(refused, {"metadata": {"labels": {QUEUE_LABEL: queue}}})
+        kube.wait_phase(refused, "Succeeded", timeout=120)
+    finally:
+        op.stop()
+
+
+@pytest.mark.usefixtures("operator", "queue")
+def test_removing_the_queue_label_of_a_waiting_job_runs_no_pod(kube: Kube) -> None:
+    """Without the admission policy (a bare operator): the label removed from a job that waits
+    in a LocalQueue that does not exist leaves it waiting there, with its Workload and no pod,
+    and a Warning QueueLabelIgnored."""
+    job = _job("stuck", "nowhere")
+    kube.create(job)
+    _reason(kube, job, "Inadmissible")
+    kube.patch(job, {"metadata": {"labels": {QUEUE_LABEL: None}}})
+    _warned(kube, job, "QueueLabelIgnored")
+    waiting.throughout(lambda: not kube.pods(), 5, interval=0.5, what="no pod of the job")
+    workload = _workloads(kube)["genericjob-stuck"]
+    assert workload["spec"]["queueName"] == "nowhere"
+    assert not workload["metadata"].get("deletionTimestamp")
+    assert kube.status(job)["phase"] == "Queued"
+
+
+@pytest.mark.usefixtures("operator")
+def test_a_finished_job_holds_its_quota_while_a_worker_runs_on(kube: Kube, queue: str) -> None:
+    """successRules on the master, cleanUpPolicy None (the default): the job succeeds while
+    its worker runs on, holding 8 GPUs. Its Workload is not Finished until the worker ends."""
+    master = replica("master", 1, exit_code=0, seconds=2)
+    worker = replica("worker", 1)  # runs until told otherwise
+    for spec in (master, worker):
+        spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: 8}}
+    job = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": "leftover", "labels": {QUEUE_LABEL: queue}},
+        "spec": {"successRules": [{"master": [0]}], "replicaSpecs": [master, worker]},
+    }
+    kube.create(job)
+    kube.wait_phase(job, "Succeeded", timeout=120)
+
+    def unfinished() -> bool:
+        workload = _workloads(kube)["genericjob-leftover"]
+        return (_condition(workload, "Finished") or {}).get("status") != "True"
+
+    # A few reconciles after the verdict: the quota is held while the worker runs.
+    waiting.throughout(unfinished, 3, interval=0.5, what="the Workload not Finished")
+    assert phase(kube.pods()["leftover-worker-0"]) == "Running"
+    kube.annotate("leftover-worker-0", {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "0"})
+    until(
+        lambda: (
+            (_condition(_workloads(kube)["genericjob-leftover"], "Finished") or {}).get("status")
+            == "True"
+        ),
+        "the Workload Finished once the worker ended",
+    )
+
+
+def test_the_charts_admission_policy_locks_the_queue_label_until_the_job_finishes(
+    cluster: Any, kube: Kube, queue: str, namespace: str, tmp_path: Path
+) -> None:
+    """The chart's ValidatingAdmissionPolicy (kueue.enabled), applied alone: the label of an
+    unfinished job can be added but neither changed nor removed; once the job has finished,
+    it can."""
+    from tests.unit.deploy.test_chart import install_tool, render_chart
+
+    values = {"watchNamespaces": [namespace], "kueue": {"enabled": True}}
+    objects = [
+        o
+        for o in render_chart(install_tool("helm"), values, namespace=namespace)
+        if o["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    ]
+    assert len(objects) == 2
+    probe = _job("probe", None, seconds=None)
+    kube.create(probe)
+    op = _queue_operator(cluster, namespace, tmp_path / "op.log")
+    try:
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+        # Adding the label is free.
+        kube.patch(probe, {"metadata": {"labels": {QUEUE_LABEL: queue}}})
+
+        def refused(labels: dict[str, Any]) -> ApiError | None:
+            path = kube.path(probe)
+            try:
+                kube.http.request(
+                    "PATCH",
+                    path,
+                    query={"dryRun": "All"},
+                    body={"metadata": {"labels": labels}},
+                    content_type="application/merge-patch+json",
+                )
+            except ApiError as exc:
+                return exc
+            return None
+
+        # The policy takes effect within a moment of its creation.
+        error = until(lambda: refused({QUEUE_LABEL: "elsewhere"}), "the label change refused")
+        assert error.status in (400, 403, 422), error
+        assert "kueue.x-k8s.io/queue-name" in str(error.body) and "changed" in str(error.body)
+        error = refused({QUEUE_LABEL: None})
+        assert error is not None and "removed" in str(error.body), error
+        # Once finished, the label is the user's again.
+        _running(kube, "probe")
+        for name in ("probe-worker-0", "probe-worker-1"):
+            kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "0"})
+        kube.wait_phase(probe, "Succeeded", timeout=120)
+        assert refused({QUEUE_LABEL: None}) is None
+    finally:
+        op.stop()
+        for o in objects:
+            cluster.kubectl("delete", o["kind"], o["metadata"]["name"], check=False)

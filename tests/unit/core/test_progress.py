@@ -4,11 +4,27 @@ reads back, and what is not a report is not read as one."""
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from t9kjobs import progress
-from t9kjobs.progress import MARKER, Report, latest_report, latest_report_at, parse_report, report
+from t9kjobs.progress import (
+    INT64_MAX,
+    MARKER,
+    MAX_LINE_BYTES,
+    PROGRESS_PATTERN,
+    Report,
+    latest_report,
+    latest_report_at,
+    parse_report,
+    pattern_problem,
+    report,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +112,132 @@ def test_percent_is_capped_and_needs_a_total() -> None:
     assert Report(12, 10).percent == 100.0
     assert Report(1, 3).percent == 33.3
     assert Report(5).percent is None and Report(5, 0).percent is None
+
+
+# -- hostile logs and patterns (docs/security.md): nothing a job prints or annotates stalls the
+# operator, and no odd number breaks a read.
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(a+)+$", "no named group `done`"),  # catastrophic for a backtracking engine
+        (r"(?P<done>\d+) (a)\2", "not a regular expression RE2 reads"),  # a backreference
+        (r"(?=step)step (?P<done>\d+)", "not a regular expression RE2 reads"),  # lookahead
+        (r"(?<!no )step (?P<done>\d+)", "not a regular expression RE2 reads"),  # lookbehind
+        (r"step (?P<done>\d+)\Z", "not a regular expression RE2 reads"),  # Python's \Z
+        ("(unclosed", "not a regular expression RE2 reads"),
+        ("x" * 500 + r"(?P<done>\d+)", "a pattern of 513 characters"),
+        (r"(?P<done>\d+).{1000}", "too large: RE2 compiles it to 8008 instructions"),
+        (r"(?P<done>\d+)\pL{1000}", "too large: RE2 compiles it within 256 KiB"),  # max_mem
+    ],
+)
+def test_a_pattern_re2_cannot_match_in_linear_time_is_refused(pattern: str, said: str) -> None:
+    problem = pattern_problem(pattern)
+    assert problem is not None and said in problem
+    with pytest.raises(ValueError, match=r"^batch\.tensorstack\.dev/progress-pattern: "):
+        latest_report(["step 1"], pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        PROGRESS_PATTERN,
+        r"\[(?P<done>\d+) of (?P<total>\d+)\]",
+        r"(?i)epoch\s*(?P<done>\d+)\s*/\s*(?P<total>\d+)",
+        r"\pL+ (?P<done>\d+)",
+        "x" * 499 + r"(?P<done>\d+)",  # 512 characters
+    ],
+)
+def test_a_pattern_re2_reads_with_a_done_group_is_taken(pattern: str) -> None:
+    assert pattern_problem(pattern) is None
+
+
+def test_a_pattern_catastrophic_for_backtracking_is_linear_here() -> None:
+    """Python's `re` takes of the order of 2**40 steps for this line; RE2 a few microseconds."""
+    pattern = r"(?P<done>(?:\d+)+)$"
+    assert pattern_problem(pattern) is None  # RE2 reads it: taken, and harmless
+    lines = ["1" * 40 + "a"] * 200
+    start = time.perf_counter()
+    assert latest_report(lines, pattern) is None
+    assert latest_report([*lines, "42"], pattern) == Report(42)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_step_then_a_long_run_of_blanks_is_read_in_linear_time() -> None:
+    """The built-in pattern backtracked quadratically in Python's `re`: 16 KiB took seconds."""
+    hostile = "step" + " " * 16 * 1024 + "x"
+    log = ["step 3/10", *[hostile] * (256 * 1024 // len(hostile))]
+    start = time.perf_counter()
+    assert latest_report([hostile]) is None
+    assert latest_report_at(log) == (0, Report(3, 10))
+    assert time.perf_counter() - start < 0.5
+
+
+def test_a_line_is_cut_and_its_cut_number_not_read() -> None:
+    # The number crosses MAX_LINE_BYTES: read whole it is 12345678; cut short, no number.
+    line = "a" * (MAX_LINE_BYTES - 11) + " step 12345678"
+    assert latest_report([line[-40:]]) == Report(12345678)
+    assert latest_report([line]) is None
+    assert parse_report("x" * MAX_LINE_BYTES + f" {MARKER} step=5") is None
+    assert parse_report(f"{MARKER} step=5 " + "y" * MAX_LINE_BYTES) == Report(5, marked=True)
+    assert latest_report(["\ud800 step 3/10"]) == Report(3, 10)  # a lone surrogate: no error
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (f"{MARKER} step=\u00b2", None),  # `²`: a digit to str.isdigit, no number to int()
+        (f"{MARKER} step=\u0661\u0662", None),  # Arabic-Indic digits: int() reads them
+        (f"{MARKER} step=12 total=1\u00b2", Report(12, marked=True)),
+        (f"{MARKER} step=12 loss=\u0661.5 lr=1_0 acc=0.5", Report(12, None, {"acc": 0.5}, True)),
+        (
+            f"{MARKER} step=1 a=nan b=inf c=-inf d=1e400 e=1e308",
+            Report(1, None, {"e": 1e308}, True),
+        ),
+        (f"{MARKER} step={INT64_MAX} total={INT64_MAX}", Report(INT64_MAX, INT64_MAX, {}, True)),
+        (f"{MARKER} step={INT64_MAX + 1}", None),  # over the API's int64
+        (f"{MARKER} step=7 total={10**30}", Report(7, marked=True)),
+        (f"{MARKER} step=0000000000000000000000000000007", Report(7, marked=True)),
+        # A blank that RE2's \s is not and str.split's is: a word without `=` is no pair.
+        (f"{MARKER} step=3 x=1\u00a0y", Report(3, None, {"x": 1.0}, True)),
+    ],
+)
+def test_odd_numbers_are_no_values(line: str, expected: Report | None) -> None:
+    assert parse_report(line) == expected
+
+
+def test_odd_digits_in_free_form_lines_are_no_report_and_break_no_read() -> None:
+    assert latest_report(["step \u00b2", "Epoch \u00b3/10"]) is None
+    assert latest_report(["step 3/10", "step 4/\u00b9\u2070"]) == Report(4)
+    # The newest line's odd number makes no report; the read goes on to an older one.
+    assert latest_report([f"{MARKER} step=5", f"{MARKER} step=\u00b2"]) == Report(5, marked=True)
+
+
+def test_a_read_stops_when_its_budget_is_spent_keeping_the_newest_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [f"{MARKER} step=1 total=10", "step 7/10", "saving", "step 9/10"]
+    assert latest_report_at(lines) == (0, Report(1, 10, marked=True))  # unbounded: all read
+    ticks = iter(range(100))  # a CPU clock that moves a second each time it is read
+    monkeypatch.setattr(progress.time, "thread_time", lambda: float(next(ticks)))
+    # Started at 0 with 2.5 s to spend: two lines read, the newest two, and the report found.
+    assert latest_report_at(lines, budget=2.5) == (3, Report(9, 10))
+    assert latest_report_at(lines, budget=0.0) is None  # nothing read
+
+
+def test_report_needs_the_standard_library_alone(tmp_path: Path) -> None:
+    """A training image may carry the file alone, without google-re2 (imported on first use)."""
+    shutil.copy(progress.__file__, tmp_path / "alone.py")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import alone;"
+        " alone.report(3, 10, loss=0.5); assert 're2' not in sys.modules"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-E", "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{MARKER} step=3 total=10 loss=0.5\n"

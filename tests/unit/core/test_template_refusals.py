@@ -4,7 +4,8 @@
   in every kind's templates; other domains (`sim.t9kjobs.dev`) stay the user's.
 * `hostname` and `subdomain` where the operator names every pod in the job's headless Service
   (PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob; GenericJob takes them), and `hostNetwork:
-  true` where the pods run sshd on port 22 (DeepSpeedJob, ColossalAIJob).
+  true` and any `hostPort` where the pods run sshd (DeepSpeedJob, ColossalAIJob).
+* `schedulingGroup`, in every kind's templates: the gang is the operator's (issue #47).
 * ColossalAIJob's ssh paths and torchrun options, which shell scripts hold as they are.
 
 The API server refuses the same manifests at the same paths:
@@ -216,6 +217,54 @@ def test_host_network_is_refused_for_the_ssh_kinds(manager: PluginManager, kind:
     assert list(found) == [path]
     assert "its pods run sshd on port 22" in found[path]
     assert problems(manager, BUILDERS[kind](template({"hostNetwork": False}))) == {}
+
+
+def _ports(*ports: Json, init: bool = False) -> Json:
+    container = {**CONTAINER, "ports": list(ports)}
+    if init:
+        return {"initContainers": [{**container, "name": "init"}]}
+    return {"containers": [container]}
+
+
+@pytest.mark.parametrize("kind", SSH)
+@pytest.mark.parametrize("init", [False, True], ids=["container", "init-container"])
+@pytest.mark.parametrize("port", [22, 2222, 29500])
+def test_a_host_port_is_refused_for_the_ssh_kinds(
+    manager: PluginManager, kind: str, init: bool, port: int
+) -> None:
+    # Issue #47: `hostPort: 22` validated and rendered, a root sshd on the node's port. Any
+    # hostPort is refused: the ssh port is the job's choice (spec.ssh.port), and the launchers'
+    # rendezvous ports answer anyone too.
+    spec = _ports({"containerPort": 22}, {"containerPort": port, "hostPort": port}, init=init)
+    found = problems(manager, BUILDERS[kind](template(spec)))
+    where = "initContainers" if init else "containers"
+    path = f"{TEMPLATE_PATH[kind]}.spec.{where}[0].ports[1].hostPort"
+    assert list(found) == [path]
+    assert found[path].startswith("`hostPort` is not allowed in this kind: its pods run sshd")
+
+
+@pytest.mark.parametrize("kind", SSH)
+def test_ports_without_a_host_port_stay_allowed_for_the_ssh_kinds(
+    manager: PluginManager, kind: str
+) -> None:
+    spec = _ports({"containerPort": 22}, {"containerPort": 29500, "hostPort": 0})
+    assert problems(manager, BUILDERS[kind](template(spec))) == {}
+
+
+@pytest.mark.parametrize("kind", ["GenericJob", "PyTorchTrainingJob"])
+def test_the_other_kinds_keep_host_ports(manager: PluginManager, kind: str) -> None:
+    spec = _ports({"containerPort": 8080, "hostPort": 8080})
+    assert problems(manager, BUILDERS[kind](template(spec))) == {}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_template_may_not_name_a_gang(manager: PluginManager, kind: str) -> None:
+    # Issue #47: a template's schedulingGroup passed through when the job got no gang of its
+    # own, so its pods joined (and could complete) another job's gang.
+    found = problems(manager, BUILDERS[kind](template({"schedulingGroup": {"podGroupName": "x"}})))
+    path = f"{TEMPLATE_PATH[kind]}.spec.schedulingGroup"
+    assert list(found) == [path]
+    assert found[path].startswith("`schedulingGroup` is set by the operator")
 
 
 def test_pytorch_keeps_host_network(manager: PluginManager) -> None:

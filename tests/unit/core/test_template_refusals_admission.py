@@ -18,6 +18,7 @@ from t9kjobs.crds import crd_for
 from t9kjobs.manager import PluginManager
 from t9kjobs.testing.kit.admission import AdmissionTier, refusal_names
 from tests.unit.core.test_template_refusals import (
+    CONTAINER,
     TEMPLATE_PATH,
     Json,
     colossalai,
@@ -91,6 +92,46 @@ CASES: list[tuple[str, Json, str, str]] = [
         "its pods run sshd on port 22",
     ),
     (
+        "deepspeed-host-port",
+        deepspeed(
+            template(
+                {"containers": [{**CONTAINER, "ports": [{"containerPort": 22, "hostPort": 22}]}]}
+            )
+        ),
+        f"{DP}.spec.containers[0].ports[0].hostPort",
+        "`hostPort` is not allowed in this kind",
+    ),
+    (
+        "colossalai-init-container-host-port",
+        colossalai(
+            template(
+                {
+                    "initContainers": [
+                        {
+                            "name": "init",
+                            "image": "b",
+                            "ports": [{"containerPort": 1, "hostPort": 2}],
+                        }
+                    ]
+                }
+            )
+        ),
+        f"{CP}.spec.initContainers[0].ports[0].hostPort",
+        "`hostPort` is not allowed in this kind",
+    ),
+    (
+        "generic-scheduling-group",
+        generic(template({"schedulingGroup": {"podGroupName": "victim"}})),
+        f"{GP}.spec.schedulingGroup",
+        "`schedulingGroup` is set by the operator",
+    ),
+    (
+        "deepspeed-scheduling-group",
+        deepspeed(template({"schedulingGroup": {"podGroupName": "victim"}})),
+        f"{DP}.spec.schedulingGroup",
+        "`schedulingGroup` is set by the operator",
+    ),
+    (
         "colossalai-injected-sshd-path",
         colossalai(template(), ssh={"sshdPath": "/usr/sbin/sshd; touch /tmp/PWNED # -D"}),
         "spec.ssh.sshdPath",
@@ -139,6 +180,26 @@ CASES: list[tuple[str, Json, str, str]] = [
     ),
     ("pytorch-host-network", pytorch(template({"hostNetwork": True})), "", ""),
     ("deepspeed-host-network-false", deepspeed(template({"hostNetwork": False})), "", ""),
+    (
+        "deepspeed-ports-without-host-port",
+        deepspeed(
+            template(
+                {"containers": [{**CONTAINER, "ports": [{"containerPort": 22, "hostPort": 0}]}]}
+            )
+        ),
+        "",
+        "",
+    ),
+    (
+        "pytorch-host-port",
+        pytorch(
+            template(
+                {"containers": [{**CONTAINER, "ports": [{"containerPort": 1, "hostPort": 1}]}]}
+            )
+        ),
+        "",
+        "",
+    ),
     (
         "colossalai-plain-paths-and-options",
         colossalai(

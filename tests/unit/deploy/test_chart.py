@@ -448,3 +448,129 @@ def test_kueues_cluster_wide_reads_are_bound_cluster_wide_when_some_namespaces_a
     assert [o["roleRef"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"] == [
         reader["metadata"]["name"]
     ]
+
+
+def _policy(objects: list[Obj]) -> Any:
+    """The Kueue policy `t9kjobs operator` makes of the Deployment's args."""
+    from t9kjobs.cli.operator import _kueue_policy
+
+    return _kueue_policy(operator_args(objects))
+
+
+def test_kueue_policy_values_reach_the_operator_flags(
+    render: Callable[..., list[Obj]], helm: Path
+) -> None:
+    """kueue.requireQueue, defaultQueue and resourceClaimTemplates are the operator's
+    --kueue-require-queue, --kueue-default-queue and --kueue-resource-claim-templates; they
+    mean nothing without Kueue, so the chart refuses them then."""
+    from t9kjobs.settings import KueuePolicy
+
+    assert _policy(render({"kueue": {"enabled": True}})) == KueuePolicy()
+    kueue = {
+        "enabled": True,
+        "requireQueue": ["team-b", "team-a"],
+        "defaultQueue": "default",
+        "resourceClaimTemplates": True,
+    }
+    assert _policy(render({"kueue": kueue})) == KueuePolicy(
+        require_namespaces=("team-a", "team-b"),
+        default_queue="default",
+        resource_claim_templates=True,
+    )
+    every = _policy(render({"kueue": {"enabled": True, "requireQueue": ["all"]}}))
+    assert every == KueuePolicy(require_all=True)
+    assert every.requires_queue("anywhere")
+    for values in (
+        {"kueue": {"requireQueue": ["all"]}},
+        {"kueue": {"enabled": True, "defaultQueue": "default"}},
+    ):
+        proc = subprocess.run(
+            [str(helm), "template", RELEASE, str(CHART), "--values", "-"],
+            input=yaml.safe_dump({**CLUSTER_WIDE, **values}),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode != 0 and "kueue." in proc.stderr, proc.stderr
+
+
+def _queue_label_policy(objects: list[Obj]) -> tuple[Obj, Obj] | None:
+    policies = by_kind(objects, "ValidatingAdmissionPolicy")
+    bindings = by_kind(objects, "ValidatingAdmissionPolicyBinding")
+    if not policies and not bindings:
+        return None
+    assert len(policies) == 1 and len(bindings) == 1
+    return policies[0], bindings[0]
+
+
+def test_the_queue_label_is_locked_by_an_admission_policy_with_kueue(
+    render: Callable[..., list[Obj]], helm: Path
+) -> None:
+    """With kueue.enabled (and kueue.lockQueueLabel, its default) a ValidatingAdmissionPolicy
+    refuses changing or removing kueue.x-k8s.io/queue-name of an unfinished job of every kind
+    the operator serves (a CRD's CEL rules cannot read labels); bound in the namespaces it
+    serves. Without Kueue, or turned off, there is none."""
+    assert _queue_label_policy(render()) is None
+    assert (
+        _queue_label_policy(render({"kueue": {"enabled": True, "lockQueueLabel": False}})) is None
+    )
+    found = _queue_label_policy(
+        render({"kueue": {"enabled": True}, "rbac": {"extraJobResources": ["mpijobs"]}})
+    )
+    assert found is not None
+    policy, binding = found
+    assert policy["apiVersion"] == "admissionregistration.k8s.io/v1"
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+    # UPDATE of the jobs only: their status subresource (the operator's writes) is not matched.
+    assert rule["operations"] == ["UPDATE"] and rule["apiGroups"] == ["batch.tensorstack.dev"]
+    assert rule["resources"] == [
+        "colossalaijobs",
+        "deepspeedjobs",
+        "genericjobs",
+        "pytorchtrainingjobs",
+        "mpijobs",
+    ]
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert variables["key"] == "'kueue.x-k8s.io/queue-name'"
+    assert "oldObject.metadata.labels[variables.key]" in variables["was"]
+    assert "object.metadata.labels[variables.key]" in variables["now"]
+    assert "oldObject.status.phase in ['Succeeded', 'Failed']" in variables["finished"]
+    (validation,) = policy["spec"]["validations"]
+    assert validation["expression"] == (
+        "variables.was == '' || variables.finished || variables.now == variables.was"
+    )
+    assert "kueue.x-k8s.io/queue-name" in validation["messageExpression"]
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert "matchResources" not in binding["spec"]  # clusterWide: every namespace
+    objects = render_chart(helm, {"watchNamespaces": ["team-a"], "kueue": {"enabled": True}})
+    found = _queue_label_policy(objects)
+    assert found is not None
+    assert found[1]["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}
+    ]
+    # ValidatingAdmissionPolicy is GA from Kubernetes 1.30: older ones are told to turn it off.
+    proc = subprocess.run(
+        [str(helm), "template", RELEASE, str(CHART), "--kube-version", "1.29.4", "--values", "-"],
+        input=yaml.safe_dump({**CLUSTER_WIDE, "kueue": {"enabled": True}}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0 and "kueue.lockQueueLabel=false" in proc.stderr, proc.stderr
+
+
+def test_the_operator_refuses_a_kueue_policy_it_cannot_keep() -> None:
+    """What the chart refuses, `t9kjobs operator` refuses too (exit 2, before it starts)."""
+    from t9kjobs.cli.operator import _kueue_policy
+
+    def policy(*flags: str) -> Any:
+        return _kueue_policy(_parser().parse_args(["operator", *flags]))
+
+    assert "need --kueue auto" in policy("--kueue=off", "--kueue-require-queue=all")
+    assert "needs namespaces" in policy("--kueue-default-queue=default")
+    assert "not a namespace name" in policy("--kueue-require-queue=Team_A")
+    assert "not a LocalQueue name" in policy("--kueue-require-queue=a", "--kueue-default-queue=Q!")
+    both = policy("--kueue-require-queue=a,b", "--kueue-require-queue=c")
+    assert both.require_namespaces == ("a", "b", "c") and not both.requires_queue("d")

@@ -99,12 +99,14 @@ def test_hadolint_passes() -> None:
 
 def test_base_images_are_slim_pinned_and_the_supported_python() -> None:
     """Every stage starts from the build argument BASE, whose default is the slim image of the
-    supported Python, or from an earlier stage."""
+    supported Python pinned by digest (a tag moves: issue #47), or from an earlier stage."""
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     python = re.fullmatch(r">=(\d+\.\d+)", requires)
     assert python is not None, requires
     base = global_args()["BASE"]
-    assert re.fullmatch(rf"python:{re.escape(python[1])}-slim-[a-z]+", base), base
+    assert re.fullmatch(
+        rf"python:{re.escape(python[1])}-slim-[a-z]+@sha256:[0-9a-f]{{64}}", base
+    ), base
     names: set[str] = set()
     for stage in stages():
         image, _, name = values(stage, "FROM")[0].partition(" AS ")

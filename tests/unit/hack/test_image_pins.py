@@ -70,6 +70,19 @@ def test_every_requirement_is_pinned_with_a_hash(path: Path) -> None:
         assert hashes and len(hashes) == len(options), f"{name}: {options}"
 
 
+def test_the_trainers_registry_base_is_pinned_by_digest() -> None:
+    # Issue #47: a base named by a tag is whatever the tag points to when it is pulled. Built
+    # here, BASE is the local root filesystem (hack/images/build.sh passes it); with a
+    # registry, the default is Debian's slim image at one digest.
+    defaults = [
+        line.partition("=")[2]
+        for line in (TRAINER / "Containerfile").read_text().splitlines()
+        if line.startswith("ARG BASE=")
+    ]
+    assert len(defaults) == 1, defaults
+    assert re.fullmatch(r"debian:bookworm-slim@sha256:[0-9a-f]{64}", defaults[0]), defaults[0]
+
+
 def test_the_trainer_installs_its_requirements_with_require_hashes() -> None:
     text = (TRAINER / "Containerfile").read_text()
     assert "COPY requirements.txt /tmp/requirements.txt" in text

@@ -1,11 +1,12 @@
 """What the client's reader picks out of the API's answers: a job's Events (its pods by uid, and
-by name those its status remembers that are gone, only since the job was created)."""
+by name those its status remembers that are gone, only since the job was created); a job's pods
+and ConfigMaps, those it controls by uid among those with its labels."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from t9kjobs.client.reader import ClusterReader
+from t9kjobs.client.reader import ClusterReader, JobRef
 from t9kjobs.manager import PluginManager
 
 
@@ -63,3 +64,54 @@ def test_a_jobs_events_are_its_own_and_its_pods_even_gone(manager: PluginManager
         ("job", "Failed"),
     ]
     assert answers.asked == ["GET /api/v1/namespaces/ns/events"]
+
+
+def _owned_by(name: str, *refs: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "ownerReferences": list(refs)}}
+
+
+def _ref(uid: str, controller: bool = True) -> dict[str, Any]:
+    return {"kind": "GenericJob", "name": "ok", "uid": uid, "controller": controller}
+
+
+def test_a_jobs_pods_are_those_it_controls_not_those_with_its_labels(
+    manager: PluginManager,
+) -> None:
+    # Issue #47: the client listed a job's pods by their labels alone, so a bare pod given
+    # the job's owner labels was shown (described, its log followed) as one of its replicas.
+    items = [
+        _owned_by("ok-worker-1", _ref("job")),
+        _owned_by("ok-worker-0", _ref("job")),
+        _owned_by("ok-worker-2"),  # a bare pod with the labels
+        _owned_by("ok-worker-3", _ref("an-older-job-of-that-name")),
+        _owned_by("ok-worker-4", _ref("job", controller=False)),  # names it, not as controller
+    ]
+    answers = Answers(items)
+    reader = ClusterReader(answers, manager)  # type: ignore[arg-type]
+    ref = JobRef.parse("gj/ok", "ns", manager)
+    assert [p["metadata"]["name"] for p in reader.pods(ref, "job")] == [
+        "ok-worker-0",
+        "ok-worker-1",
+    ]
+    assert answers.asked == ["GET /api/v1/namespaces/ns/pods"]
+    assert [c["metadata"]["name"] for c in reader.config_maps(ref, "job")] == [
+        "ok-worker-0",
+        "ok-worker-1",
+    ]
+    assert reader.pods(ref, "") == []  # a job without a uid controls nothing
+
+
+class OnePod:
+    def __init__(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+
+    def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        return self.pod
+
+
+def test_a_pod_by_name_is_the_jobs_only_if_the_job_controls_it(manager: PluginManager) -> None:
+    own = ClusterReader(OnePod(_owned_by("ok-worker-0", _ref("job"))), manager)  # type: ignore[arg-type]
+    assert own.pod("ns", "ok-worker-0", "job") is not None
+    assert own.pod("ns", "ok-worker-0") is not None  # no job asked about: any pod of the name
+    planted = ClusterReader(OnePod(_owned_by("ok-worker-0")), manager)  # type: ignore[arg-type]
+    assert planted.pod("ns", "ok-worker-0", "job") is None

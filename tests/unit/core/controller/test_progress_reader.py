@@ -3,14 +3,21 @@ often, and what it hands to the next plan; the API swapped for a recording fake.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from t9kjobs.controller.progress import LIMIT_BYTES, MAX_BACKOFF, TAIL_LINES, ProgressReader
+from t9kjobs.controller.progress import (
+    LIMIT_BYTES,
+    MAX_BACKOFF,
+    TAIL_LINES,
+    ProgressReader,
+    newest_report,
+)
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.planner import ProgressSource
 from t9kjobs.progress import MARKER, Report
@@ -197,3 +204,85 @@ def test_no_rate_no_reads(qps: float) -> None:
     reader.follow(KEY, SOURCE)
     reader.run(threading.Event())  # returns at once
     assert api.asked == []
+
+
+# -- a hostile log or pattern stalls nothing (docs/security.md) ----------------------------------
+
+
+def _largest_gap(work: Callable[[], None], tick: float = 0.01) -> tuple[float, float]:
+    """Run `work` in a thread of its own, as the reader runs, while another thread (a Lease's
+    renewal, /healthz) wakes every `tick` seconds: the longest the ticker went without
+    running, and how long the work took."""
+    ticks: list[float] = []
+    done = threading.Event()
+
+    def ticker() -> None:
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(tick)
+
+    def timed() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+
+    beside = threading.Thread(target=ticker, name="lease")
+    beside.start()
+    time.sleep(5 * tick)  # the ticker at its pace first
+    start = time.perf_counter()
+    reader = threading.Thread(target=timed, name="progress")
+    reader.start()
+    reader.join()
+    took = time.perf_counter() - start
+    beside.join()
+    ticks.append(time.perf_counter())
+    return max(b - a for a, b in itertools.pairwise(ticks)), took
+
+
+def _hostile_log(text: str) -> list[str]:
+    """Timestamped lines of `text` after one ordinary report, LIMIT_BYTES of them at most."""
+    stamp = "2026-01-01T12:00:03Z"
+    count = (LIMIT_BYTES - 40) // (len(stamp) + 1 + len(text) + 1)
+    return ["2026-01-01T12:00:02Z step 3/10", *[f"{stamp} {text}"] * count]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        # The built-in pattern's worst: `step`, then 16 KiB of blanks.
+        (None, "step" + " " * 16 * 1024 + "x", Report(3, 10)),
+        # A job's pattern of nested repetition, lines of 40 digits then no match.
+        (r"(?P<done>(?:\d+)+)$", ("1" * 40 + "a ") * 30, Report(10)),
+    ],
+    ids=["step-then-blanks", "nested-repetition"],
+)
+def test_a_hostile_log_leaves_other_threads_running(
+    pattern: str | None, text: str, expected: Report
+) -> None:
+    """The reader's read of a 256 KiB hostile log, in its own thread, while a second thread
+    ticks every 10 ms: the ticker never waits long, and the report is still found. Python's
+    `re` held the GIL for seconds per line here (docs/security.md)."""
+    api, queued = FakeApi(), []
+    reader = ProgressReader(api, queued.append)  # type: ignore[arg-type]
+    source = ProgressSource("mlp-worker-0", "uid-0", "trainer", "worker-0", pattern)
+    reader.follow(KEY, source)
+    log = _hostile_log(text)
+    api.logs[LOG] = log
+    assert LIMIT_BYTES / 2 < sum(len(line) + 1 for line in log) <= LIMIT_BYTES
+    gap, took = _largest_gap(lambda: reader.read(KEY, source))
+    assert gap < 0.5, f"the ticker waited {gap:.3f} s (the read took {took:.3f} s)"
+    reading = reader.reading(KEY)
+    assert reading is not None and reading.report == expected
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", r"(?=step)step (?P<done>\d+)"])
+def test_a_pattern_re2_refuses_is_ignored(pattern: str) -> None:
+    """`(a+)+$` took Python's `re` seconds at 24 `a`, forever at 40; it has no group `done`
+    and is refused (and ignored here, read as no pattern), as RE2's unreadable ones are."""
+    hostile = "a" * 40 + "!"
+    lines = [f"2026-01-01T12:00:02Z {hostile}", "2026-01-01T12:00:03Z step 4/10 aaaa"]
+    start = time.perf_counter()
+    found = newest_report([*lines, f"2026-01-01T12:00:04Z {hostile}"], pattern)
+    assert time.perf_counter() - start < 0.5
+    assert found is not None and found[0] == Report(4, 10)

@@ -44,6 +44,51 @@ def test_what_the_template_says_wins() -> None:
     assert spec["containers"][1]["securityContext"] == {"privileged": True}
 
 
+def test_a_template_field_wins_only_for_that_field() -> None:
+    # Issue #47: writing `privileged: false` (or any other securityContext field) skipped every
+    # default of the container; each default is now added unless that very field is set.
+    pod = _pod(securityContext={"runAsUser": 1000, "fsGroup": 1000})
+    pod["spec"]["containers"] = [
+        {"name": "unprivileged", "securityContext": {"privileged": False}},
+        {"name": "read-only", "securityContext": {"readOnlyRootFilesystem": True}},
+        {"name": "own-seccomp", "securityContext": {"seccompProfile": {"type": "Localhost"}}},
+    ]
+    harden(pod)
+    spec = pod["spec"]
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    drop = {"drop": ["ALL"]}
+    unprivileged, read_only, own = (c["securityContext"] for c in spec["containers"])
+    assert unprivileged == {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "capabilities": drop,
+    }
+    assert read_only == {
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": drop,
+    }
+    assert own == {
+        "seccompProfile": {"type": "Localhost"},
+        "allowPrivilegeEscalation": False,
+        "capabilities": drop,
+    }
+
+
+def test_nothing_is_added_that_the_api_refuses_beside_sys_admin() -> None:
+    # The API refuses `allowPrivilegeEscalation: false` beside `privileged: true` and beside
+    # `capabilities.add: [CAP_SYS_ADMIN]` (spelled so; `SYS_ADMIN` is not compared).
+    pod = _pod()
+    pod["spec"]["containers"] = [
+        {"name": "a", "securityContext": {"capabilities": {"add": ["CAP_SYS_ADMIN"]}}},
+        {"name": "b", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}},
+    ]
+    harden(pod)
+    a, b = (c["securityContext"] for c in pod["spec"]["containers"])
+    assert a == {"capabilities": {"add": ["CAP_SYS_ADMIN"]}}
+    assert b == {"capabilities": {"add": ["SYS_ADMIN"]}, "allowPrivilegeEscalation": False}
+
+
 def test_a_named_service_account_asks_for_its_token() -> None:
     pod = _pod(serviceAccountName="trainer")
     harden(pod)

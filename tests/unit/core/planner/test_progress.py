@@ -9,8 +9,8 @@ from datetime import timedelta
 from t9kjobs.loading import parse_job
 from t9kjobs.models import JobStatus, TrainingProgress
 from t9kjobs.planner import Observed, Plan, ProgressSource, Reading, plan
-from t9kjobs.planner.progress import complete_progress, record_progress
-from t9kjobs.progress import Report
+from t9kjobs.planner.progress import MAX_REMAINING_SECONDS, complete_progress, record_progress
+from t9kjobs.progress import INT64_MAX, Report
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
@@ -43,6 +43,19 @@ def test_the_time_left_comes_from_the_pace_between_reports() -> None:
     assert status.progress.remaining_seconds == 140
     record_progress(status, _reading(5, seconds=80))  # a restarted program: no pace yet
     assert status.progress.remaining_seconds is None and status.progress.step == 5
+
+
+def test_the_time_left_is_bounded_and_fits_the_api() -> None:
+    """A crawl of a step a day towards a total of 2**63 - 1 would be 8e23 seconds left: more
+    than the API's int64 holds. The status says at most MAX_REMAINING_SECONDS."""
+    status = JobStatus()
+    record_progress(status, _reading(1, INT64_MAX))
+    record_progress(status, _reading(2, INT64_MAX, seconds=86400))
+    progress = status.progress
+    assert progress is not None and progress.remaining_seconds == MAX_REMAINING_SECONDS
+    assert MAX_REMAINING_SECONDS < INT64_MAX and progress.percent == 0.0
+    record_progress(status, _reading(INT64_MAX, INT64_MAX, seconds=86401))
+    assert (status.progress.remaining_seconds, status.progress.percent) == (0, 100.0)
 
 
 def test_an_older_reading_changes_nothing() -> None:

@@ -7,13 +7,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from t9kjobs.loading import parse_job
+import pytest
+
+from t9kjobs.loading import JobError, load_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Kueue, Observed, Plan, plan
 from t9kjobs.planner.queueing import pod_set_name, workload_name
-from t9kjobs.settings import Settings, configured
+from t9kjobs.settings import KueuePolicy, Settings, configured
 from t9kjobs.testing.fixtures import apply_plan, installed_plugins, pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
@@ -352,7 +354,7 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
     generic = _generic(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
     kueue = Kueue(t9k_queues=True, local_queues=frozenset({("ns", "team-a")}))
     with configured(Settings(gang_scheduling="auto")):
-        sim = QueueSim(generic, kueue=kueue, manager=manager)
+        sim = QueueSim(copy.deepcopy(generic), kueue=kueue, manager=manager)
         sim.absent = frozenset({"PodGroup"})
         sim.step()
         spec = sim.objects[("Workload", "genericjob-generic-ddp")]["spec"]
@@ -427,3 +429,306 @@ def test_names() -> None:
     assert pod_set_name("__") == "pods"
     job = parse_job(queued_job(), tiny_manager())
     assert workload_name(job) == "tinyjob-tiny"
+
+
+# -- The queue cannot be skipped (docs/scheduling.md) ----------------------------------------
+
+
+def _required(**policy: Any) -> Settings:
+    return Settings(kueue=KueuePolicy(**policy))
+
+
+def _warnings(p: Plan) -> list[tuple[str, str]]:
+    return [(e.reason, e.message) for e in p.events if e.type == "Warning"]
+
+
+def test_a_namespace_that_requires_a_queue_queues_a_job_without_one_in_the_default_queue() -> None:
+    """Kueue's manageJobsWithoutQueueName with its LocalQueue defaulting: a job that names no
+    queue where one is required waits, with no pod, in the default LocalQueue of its namespace."""
+    kueue = Kueue(flavors={"gpu": FLAVOR}, local_queues=frozenset({("ns", "default")}))
+    with configured(_required(require_namespaces=("ns",), default_queue="default")):
+        sim = QueueSim(tiny_job(replicas=2), kueue=kueue)
+        p = sim.step()
+        assert _pod_names(p) == []
+        assert sim.objects[WL]["spec"]["queueName"] == "default"
+        assert p.status.phase == "Queued" and p.status.reason == "Queued"
+        sim.admit()
+        p = sim.step()
+        assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+        assert not _warnings(p)  # its Workload's queue is the one it is given: nothing ignored
+    # Another namespace is left as it was: the job runs at once.
+    with configured(_required(require_namespaces=("other",), default_queue="default")):
+        sim = QueueSim(tiny_job(replicas=2), kueue=kueue)
+        assert _pod_names(sim.step()) == ["tiny-worker-0", "tiny-worker-1"]
+
+
+def test_a_job_without_a_queue_where_one_is_required_and_no_default_is_refused() -> None:
+    """No pod, no Workload: `Queued`, its Admitted condition and one Warning Event name the
+    label; the label added (the admission policy lets it be added), the job queues."""
+    for policy in ({"require_all": True}, {"require_namespaces": ("ns",), "default_queue": "q0"}):
+        with configured(_required(**policy)):
+            sim = QueueSim(tiny_job(replicas=2), kueue=KUEUE)
+            p = sim.step()
+            assert not p.create and p.requeue_after == 10.0
+            assert p.status.phase == "Queued" and p.status.reason == "QueueRequired"
+            message = sim.condition("Admitted")["message"]
+            assert "namespace ns requires a Kueue queue" in message
+            assert "kueue.x-k8s.io/queue-name" in message
+            ((reason, said),) = _warnings(p)
+            assert reason == "QueueRequired" and said == message
+            # Said once.
+            again = sim.step()
+            assert not again.create and not again.events and not again.status_changed
+            sim.manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+            p = sim.step()
+            assert [o["kind"] for o in p.create] == ["Workload"]
+            assert sim.objects[WL]["spec"]["queueName"] == "team"
+
+
+def test_a_running_job_in_a_namespace_that_now_requires_a_queue_loses_its_pods() -> None:
+    """As Kueue stops a job it manages that runs unadmitted: the administrator's policy
+    applies to jobs that ran before it too."""
+    sim = QueueSim(tiny_job(replicas=2))
+    sim.step()
+    sim.run_pods()
+    with configured(_required(require_all=True)):
+        p = sim.step()
+    assert sorted(d.name for d in p.delete) == ["tiny-worker-0", "tiny-worker-1"]
+    assert p.status.reason == "QueueRequired"
+    assert [e.type for e in p.events] == ["Warning"]
+
+
+def test_where_kueue_is_not_served_a_namespace_that_requires_a_queue_runs_nothing() -> None:
+    """Fail closed: without Kueue's Workloads no job of the namespace is queued, so none runs,
+    labelled or not (elsewhere a labelled job runs and says so, Degraded)."""
+    for doc in (queued_job(), tiny_job(replicas=2)):
+        with configured(_required(require_namespaces=("ns",))):
+            sim = QueueSim(doc, kueue=None)
+            sim.absent = frozenset({"Workload"})
+            p = sim.step()
+            assert not p.create and p.status.reason == "QueueRequired"
+            assert "does not serve Kueue's Workloads" in sim.condition("Admitted")["message"]
+
+
+def _queued_and_admitted(doc: Obj | None = None) -> QueueSim:
+    sim = QueueSim(doc or queued_job())
+    sim.step()
+    sim.admit()
+    sim.step()
+    sim.run_pods()
+    return sim
+
+
+def test_removing_the_queue_label_of_a_waiting_job_creates_no_pod() -> None:
+    """Before: the plan took the job for one without a queue, created its pods and deleted
+    its Workload. Now the Workload's queue stays the job's, with a Warning said once."""
+    sim = QueueSim(queued_job())
+    sim.step()
+    del sim.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    p = sim.step()
+    assert not _pod_names(p) and not p.delete and WL in sim.objects
+    assert p.status.phase == "Queued"
+    ((reason, message),) = _warnings(p)
+    assert reason == "QueueLabelIgnored"
+    assert message.startswith("the job names no queue (label kueue.x-k8s.io/queue-name)")
+    assert "it stays in LocalQueue team" in message
+    assert message in sim.condition("Admitted")["message"]
+    assert not _warnings(sim.step())  # said once
+    # Admitted by Kueue in the Workload's queue, it runs: Kueue's word, nobody else's.
+    sim.admit()
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    assert not _warnings(p)
+    assert "stays in LocalQueue team" in sim.condition("Admitted")["message"]
+
+
+def test_changing_the_queue_label_of_an_admitted_job_keeps_its_queue_and_its_pods() -> None:
+    sim = _queued_and_admitted()
+    sim.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "elsewhere"
+    p = sim.step()
+    assert not p.delete and not p.create and WL in sim.objects
+    assert sim.objects[WL]["spec"]["queueName"] == "team"
+    ((reason, message),) = _warnings(p)
+    assert reason == "QueueLabelIgnored" and "names LocalQueue elsewhere" in message
+    # Evicted, it waits again in the same queue: no pod of it outside Kueue.
+    sim.kueue_says(
+        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
+        ("Evicted", "True", "Preempted", "preempted"),
+        admitted=True,
+    )
+    p = sim.step()
+    assert sorted(d.name for d in p.delete) == ["tiny-worker-0", "tiny-worker-1"]
+    assert not _pod_names(sim.step())
+
+
+def test_a_queued_job_that_lost_its_label_and_its_workload_is_refused() -> None:
+    """Paused (its Workload deleted), its label removed, resumed: it was queued, so it is
+    refused rather than run outside Kueue."""
+    sim = _queued_and_admitted()
+    sim.manifest["spec"]["runMode"] = {"pause": {"enabled": True}}
+    sim.step()
+    assert WL not in sim.objects
+    del sim.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    sim.manifest["spec"]["runMode"] = {"pause": {"enabled": False}}
+    p = sim.step()
+    assert not p.create and p.status.reason == "QueueLabelRemoved"
+    ((reason, message),) = _warnings(p)
+    assert reason == "QueueLabelRemoved" and "kueue.x-k8s.io/queue-name" in message
+    assert not sim.step().create  # still refused once the condition is written
+    sim.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team"
+    assert [o["kind"] for o in sim.step().create] == ["Workload"]
+
+
+# -- The quota held while a pod holds resources ----------------------------------------------
+
+
+def _finished_with_workers_running() -> QueueSim:
+    """A GenericJob (master succeeds -> job succeeds; cleanUpPolicy None) admitted, its master
+    succeeded while its 3 workers run on."""
+    doc = _generic(cleanUpPolicy="None")
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    sim = QueueSim(doc, manager=installed_plugins())
+    sim.step()
+    wl = ("Workload", "genericjob-generic-ddp")
+    sim.objects[wl] = {
+        **sim.objects[wl],
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+                {"type": "Admitted", "status": "True", "reason": "Admitted"},
+            ],
+            "admission": {"clusterQueue": "cq", "podSetAssignments": []},
+        },
+    }
+    sim.step()
+    sim.run_pods()
+    sim.step()
+    master = ("Pod", "generic-ddp-master-0")
+    sim.objects[master] = pod_in_phase(sim.objects[master], "Succeeded")
+    return sim
+
+
+def test_a_workload_stays_unfinished_while_a_pod_of_the_finished_job_runs() -> None:
+    """Before: the plan that finished the job marked its Workload Finished while 3 workers
+    still ran (the quota handed back, the GPUs held). Now only once none holds resources."""
+    with configured(Settings(gang_scheduling="none")):
+        sim = _finished_with_workers_running()
+        p = sim.step()
+        assert p.status.phase == "Succeeded"
+        assert not p.delete and not p.patch_status
+        workers = sorted(n for n in sim.pods() if "worker" in n)
+        for name in workers[:2]:
+            sim.objects[("Pod", name)] = pod_in_phase(sim.objects[("Pod", name)], "Succeeded")
+        # One still terminating holds its node's resources too.
+        last = ("Pod", workers[2])
+        sim.objects[last] = {
+            **sim.objects[last],
+            "metadata": {
+                **sim.objects[last]["metadata"],
+                "deletionTimestamp": "2026-01-01T12:00:00Z",
+            },
+        }
+        assert not sim.step().patch_status
+        del sim.objects[last]
+        (patch,) = sim.step().patch_status
+        finished = [c for c in patch["status"]["conditions"] if c["type"] == "Finished"]
+        assert finished[0]["status"] == "True" and finished[0]["reason"] == "Succeeded"
+
+
+def test_a_finished_jobs_leftover_pods_are_deleted_when_kueue_evicts_its_workload() -> None:
+    with configured(Settings(gang_scheduling="none")):
+        sim = _finished_with_workers_running()
+        sim.step()
+        wl = ("Workload", "genericjob-generic-ddp")
+        evicted = {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "x"}
+        sim.objects[wl]["status"]["conditions"].append(evicted)
+        p = sim.step()
+        deleted = sorted(d.name for d in p.delete)
+        assert deleted == [f"generic-ddp-worker-{i}" for i in range(3)]
+        assert not p.patch_status
+        (patch,) = sim.step().patch_status  # gone: the quota goes back
+        assert any(c["type"] == "Finished" for c in patch["status"]["conditions"])
+
+
+# -- What Kueue is told a pod takes ------------------------------------------------------------
+
+
+def test_pod_sets_count_pod_level_resources_and_sidecars() -> None:
+    """Kueue v0.17 counts pod-level requests (cpu, memory, hugepages; PodRequests of
+    k8s.io/component-helpers) and sums a sidecar init container with the containers. Before,
+    both were dropped: Kueue was told less than the pods take."""
+    doc = queued_job()
+    spec = doc["spec"]["replicaSpecs"][0]["template"]["spec"]
+    spec["resources"] = {"limits": {"cpu": "8", "memory": "64Gi"}, "requests": {"cpu": "4"}}
+    spec["initContainers"] = [
+        {
+            "name": "log-shipper",
+            "image": "busybox",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"nvidia.com/gpu": 1}},
+        }
+    ]
+    sim = QueueSim(doc)
+    sim.step()
+    template = sim.objects[WL]["spec"]["podSets"][0]["template"]["spec"]
+    # The memory request the API server gives the pod (its limit: no container asks for it).
+    assert template["resources"] == {
+        "limits": {"cpu": "8", "memory": "64Gi"},
+        "requests": {"cpu": "4", "memory": "64Gi"},
+    }
+    assert template["initContainers"] == [
+        {
+            "name": "log-shipper",
+            "resources": {"requests": {"nvidia.com/gpu": 1}},
+            "restartPolicy": "Always",
+        }
+    ]
+
+
+def _with_claims(doc: Obj, *claims: Obj) -> Obj:
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["resourceClaims"] = list(claims)
+    return doc
+
+
+def test_a_resource_claim_kueue_cannot_count_is_refused_naming_the_field() -> None:
+    """A named ResourceClaim Kueue never counts; a ResourceClaimTemplate only where the
+    operator is told Kueue counts them. Before, claims were dropped from the podSets: the job
+    was admitted on a quota that did not hold its devices."""
+    named = _with_claims(queued_job(), {"name": "gpus", "resourceClaimName": "shared-gpus"})
+    sim = QueueSim(named)
+    p = sim.step()
+    assert not p.create and p.status.reason == "ResourcesNotCounted"
+    ((reason, message),) = _warnings(p)
+    assert reason == "ResourcesNotCounted"
+    assert "replica type worker: the pods' spec.resourceClaims[0].resourceClaimName" in message
+    template = {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}
+    sim = QueueSim(_with_claims(queued_job(), template))
+    p = sim.step()
+    assert not p.create and p.status.reason == "ResourcesNotCounted"
+    message = sim.condition("Admitted")["message"]
+    assert "spec.resourceClaims[0].resourceClaimTemplateName (eight-gpus)" in message
+    assert "--kueue-resource-claim-templates" in message
+    with configured(_required(resource_claim_templates=True)):
+        sim = QueueSim(_with_claims(queued_job(), template))
+        p = sim.step()
+        assert [o["kind"] for o in p.create] == ["Workload"]
+        pod_set = sim.objects[WL]["spec"]["podSets"][0]
+        assert pod_set["template"]["spec"]["resourceClaims"] == [template]
+
+
+def test_a_job_without_a_queue_keeps_its_resource_claims() -> None:
+    doc = _with_claims(tiny_job(replicas=1), {"name": "gpus", "resourceClaimName": "shared"})
+    assert _pod_names(QueueSim(doc).step()) == ["tiny-worker-0"]
+
+
+def test_validate_refuses_a_named_resource_claim_in_a_job_that_asks_for_a_queue() -> None:
+    doc = _generic()
+    template = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
+    template["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "shared-gpus"}]
+    load_job(copy.deepcopy(doc), installed_plugins())  # no queue: nothing to say
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    with pytest.raises(JobError) as caught:
+        load_job(doc, installed_plugins())
+    (problem,) = caught.value.problems
+    assert problem.path == "spec.replicaSpecs[1].template.spec.resourceClaims[0].resourceClaimName"
+    assert "Kueue does not count" in problem.message

@@ -35,6 +35,8 @@ from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
 ON = Settings(network_policy=NetworkPolicySettings(enabled=True))
 OWNER = {"tensorstack.dev/owner-kind": "GenericJob", "tensorstack.dev/owner-name": "generic-mlp"}
+# What every allowPods peer adds: no pod of a job (issue #47).
+NR = [{"key": "tensorstack.dev/replica-type", "operator": "DoesNotExist"}]
 
 
 @pytest.fixture(autouse=True)
@@ -145,9 +147,45 @@ def test_the_peers_the_operator_admits() -> None:
         {"podSelector": {"matchLabels": own}},
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-tools"}}},
-        {"podSelector": {"matchLabels": {"app": "notebook", "tier": "ui"}}},
-        {"podSelector": {"matchLabels": {"role": "tb"}}},
+        {"podSelector": {"matchLabels": {"app": "notebook", "tier": "ui"}, "matchExpressions": NR}},
+        {"podSelector": {"matchLabels": {"role": "tb"}, "matchExpressions": NR}},
     ]
+
+
+def _selects(selector: Obj, labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels, and matchExpressions of the operators a peer
+    uses) selects a pod of these labels, as the API's selectors do."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        assert expression["operator"] in ("Exists", "DoesNotExist"), expression
+        if (expression["key"] in labels) != (expression["operator"] == "Exists"):
+            return False
+    return True
+
+
+def test_a_jobs_template_cannot_make_its_pods_allowed_peers(manager: PluginManager) -> None:
+    # Issue #47: a template labelled like an allowPods peer (`app: notebook`) made its pods
+    # peers of every job of the namespace. Every job's pod carries the replica-type label,
+    # which templates cannot remove; peers must lack it.
+    settings = NetworkPolicySettings.of(True, [], ["app=notebook"])
+    doc = _example("examples/genericjob/mlp-cpu.yaml")
+    for spec in doc["spec"]["replicaSpecs"]:
+        spec["template"].setdefault("metadata", {})["labels"] = {"app": "notebook"}
+    with configured(Settings(network_policy=settings)):
+        p = _plan(manager, doc)
+    [policy] = _policies(p)
+    peers = [f["podSelector"] for f in policy["spec"]["ingress"][0]["from"] if "podSelector" in f]
+    allowed = peers[1]
+    pods = [o for o in p.create if o["kind"] == "Pod"]
+    assert pods
+    for pod in pods:
+        assert pod["metadata"]["labels"]["app"] == "notebook"
+        assert not _selects(allowed, pod["metadata"]["labels"])
+    # A notebook beside the jobs stays a peer, even one another controller of the domain made.
+    notebook = {"app": "notebook", "tensorstack.dev/owner-kind": "Notebook"}
+    assert _selects(allowed, notebook)
+    assert _selects(peers[0], pods[0]["metadata"]["labels"])  # the job's own pods
 
 
 def test_a_policy_whose_peers_changed_is_updated_not_recreated() -> None:

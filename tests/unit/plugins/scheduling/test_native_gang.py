@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from t9kjobs.hooks import hookimpl
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
+from t9kjobs.objects import DesiredPod
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.planner.placement import rejoin_or_alone
+from t9kjobs.plugins.scheduling import plugin as scheduling
 from t9kjobs.plugins.scheduling.plugin import gang_of
 from t9kjobs.settings import GangMode, Settings, configured
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.tinyjob import TinyPlugin, tiny_job
 from tests.unit.plugins.deepspeed.jobs import with_spec
 from tests.unit.plugins.scheduling.test_scheduling import MINIMA, MINIMA_IDS, SCHEDULER, _generic
 
@@ -346,3 +351,39 @@ def test_a_replacement_rejoins_beside_members_as_the_operators_cache_keeps_them(
     creating = [_joining("w1")]
     rejoin_or_alone(creating, members, GANG_OF_3)
     assert creating[0]["spec"]["schedulingGroup"] == {"podGroupName": "g"}
+
+
+class _GangNamingPlugin(TinyPlugin):
+    """A third-party kind whose template is a plain dict: its pods name another job's gang."""
+
+    @hookimpl
+    def t9kjobs_build_pods(self, job: Any) -> list[DesiredPod]:
+        pods = TinyPlugin.t9kjobs_build_pods(self, job)
+        for pod in pods:
+            pod.manifest["spec"]["schedulingGroup"] = {"podGroupName": "victim"}
+        return pods
+
+
+@pytest.mark.parametrize(
+    ("mode", "absent", "joined"),
+    [
+        ("none", frozenset(), None),
+        ("native", frozenset({NATIVE}), None),  # the cluster serves no gang
+        ("native", frozenset(), "tiny"),
+    ],
+)
+def test_a_pod_joins_its_own_jobs_gang_or_none(
+    mode: GangMode, absent: frozenset[str], joined: str | None
+) -> None:
+    # Issue #47: a schedulingGroup a pod came with passed through when the job got no gang of
+    # its own (so the pod joined another job's gang); the engine drops it for every kind.
+    manager = PluginManager()
+    manager.register(_GangNamingPlugin(), "tiny")
+    manager.register(scheduling, "scheduling")
+    with configured(Settings(gang_scheduling=mode)):
+        p = _plan(manager, tiny_job(), absent)
+    pods = [o for o in p.create if o["kind"] == "Pod"]
+    assert len(pods) == 2
+    for pod in pods:
+        said = pod["spec"].get("schedulingGroup")
+        assert said == ({"podGroupName": joined} if joined else None)
