@@ -2,8 +2,9 @@
 
 A module per part of a job: `job` (the job, its spec and metadata), `replica` (a replica type
 and its restart policy), `run_mode` (debug, pause, resume), `policies` (cleanup, deadline,
-restart budget, scheduling), `elastic`, `pod` (the pod template), `ssh` (SSH keys and sshd),
-`status`, `bounds` (the limits); `_base` is the base of every model and `_spellings` the fields
+restart budget, scheduling), `elastic`, `pod` (the pod template), `pod_roles` (the templates
+of pods the operator names, or that run sshd), `ssh` (SSH keys and sshd), `status`, `bounds`
+(the limits); `_base` is the base of every model and `_spellings` the fields
 with two spellings.
 
 Cross-field rules are declared twice: as CEL (`x-kubernetes-validations`, copied into the CRDs
@@ -35,14 +36,8 @@ from t9kjobs.models.job import (
     Lifecycle,
     ObjectMeta,
 )
-from t9kjobs.models.pod import (
-    ContainerShape,
-    HeadlessPodTemplate,
-    PodSpecShape,
-    PodTemplate,
-    PodTemplateShape,
-    SshPodTemplate,
-)
+from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
+from t9kjobs.models.pod_roles import HeadlessPodTemplate, SshPodTemplate
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy, T9kScheduler
 from t9kjobs.models.replica import (
     RETRYABLE_EXIT_CODES,

@@ -17,10 +17,10 @@ anyway, `t9kjobs.objects.new_pod`; refusing says so when the job is submitted):
   subdomains, `batch.tensorstack.dev`, the T9k scheduler's `scheduler.tensorstack.dev`), in
   every template;
 * `hostname` and `subdomain` in the templates of a kind whose pods the operator names in the
-  job's headless Service (`HeadlessPodTemplate`), and `hostNetwork: true` where the pods run
-  sshd on port 22 (`SshPodTemplate`: on the node's network, that would be the node's
-  port 22), and there a container port's `hostPort` too (a port of the node forwarded to
-  sshd, or to the job's unauthenticated rendezvous ports);
+  job's headless Service, `hostNetwork: true` and `hostPort` where the pods run sshd: the
+  templates of those kinds' roles, in `t9kjobs.models.pod_roles`;
+* the operator's Secrets and ConfigMaps (`<job>-ssh`, `<job>-hostfile`) wherever a pod names
+  one, in every template: `t9kjobs.models.pod_refs`;
 * `schedulingGroup` in every template: the gang a pod joins is the operator's to say (the
   `scheduling` feature plugin's own PodGroup, or none), never another job's.
 
@@ -50,26 +50,29 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models.pod_refs import (
+    ConfigMapRefShape,
+    EnvFromShape,
+    EnvVarSourceShape,
+    ProjectedShape,
+    SecretVolumeShape,
+)
 
 __all__ = [
     "DNS_LABEL",
     "MAX_POD_METADATA_KEYS",
+    "POD_SPEC_RULES",
     "RESERVED_DOMAINS",
     "RESERVED_KEY_PATTERN",
+    "ContainerPortShape",
     "ContainerShape",
-    "HeadlessPodSpecShape",
-    "HeadlessPodTemplate",
-    "HeadlessPodTemplateShape",
     "PodMetadataShape",
     "PodSpecShape",
     "PodTemplate",
     "PodTemplateShape",
     "SchedulingGroupShape",
-    "SshContainerPortShape",
-    "SshContainerShape",
-    "SshPodSpecShape",
-    "SshPodTemplate",
-    "SshPodTemplateShape",
+    "ShapeSchema",
+    "checker",
     "reserved_key",
     "reserved_keys_message",
 ]
@@ -120,7 +123,7 @@ class EnvVarShape(_Shape):
 
     name: str = Field(min_length=1, description="Variable name.")
     value: str | None = Field(default=None, description="Its value; a string.")
-    value_from: dict[str, JsonValue] | None = Field(
+    value_from: EnvVarSourceShape | None = Field(
         default=None, description="Where the value comes from (a Secret, a field...)."
     )
 
@@ -160,6 +163,9 @@ class ContainerShape(_Shape):
     command: list[str] | None = Field(default=None, description="Entrypoint.")
     args: list[str] | None = Field(default=None, description="Arguments to the entrypoint.")
     env: list[EnvVarShape] | None = Field(default=None, description="Environment variables.")
+    env_from: list[EnvFromShape] | None = Field(
+        default=None, description="Secrets' and ConfigMaps' keys as environment variables."
+    )
     ports: list[ContainerPortShape] | None = Field(default=None, description="Ports.")
     resources: ResourcesShape | None = Field(default=None, description="Compute resources.")
     volume_mounts: list[VolumeMountShape] | None = Field(
@@ -172,6 +178,9 @@ class VolumeShape(_Shape):
     """A volume of the pod."""
 
     name: str = Field(max_length=63, pattern=DNS_LABEL, description="Volume name.")
+    secret: SecretVolumeShape | None = Field(default=None, description="A Secret's keys.")
+    config_map: ConfigMapRefShape | None = Field(default=None, description="A ConfigMap's keys.")
+    projected: ProjectedShape | None = Field(default=None, description="Several sources.")
 
 
 _UNIQUE_NAMES = (
@@ -192,7 +201,7 @@ _SCHEDULING_GROUP = (
     " operator makes) or none, never one a template names"
 )
 
-_SPEC_RULES: list[JsonValue] = [
+POD_SPEC_RULES: list[JsonValue] = [
     {
         "rule": f"{_UNIQUE_NAMES}.all(n, {_UNIQUE_NAMES}.exists_one(m, m == n))",
         "message": "container names must be unique among containers and initContainers",
@@ -210,7 +219,7 @@ class PodSpecShape(_Shape):
     """The pod spec of a template."""
 
     model_config = _Shape.model_config | ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": _SPEC_RULES}
+        json_schema_extra={"x-kubernetes-validations": POD_SPEC_RULES}
     )
 
     containers: list[ContainerShape] | None = Field(default=None, description="Containers.")
@@ -299,151 +308,7 @@ class PodTemplateShape(_Shape):
     spec: PodSpecShape | None = Field(default=None, description="Pod spec.")
 
 
-_OPERATOR_SETS_HOST = (
-    "is set by the operator in this kind: each pod's hostname is its own name and its"
-    " subdomain the job's headless Service, so that the job's pods reach each other by name"
-)
-_HOST_FIELDS = ("hostname", "subdomain")
-_HOST_NETWORK = (
-    "`hostNetwork: true` is not allowed in this kind: its pods run sshd on port 22, which on the"
-    " node's network would be the node's own port 22"
-)
-_HOST_PORT = (
-    "`hostPort` is not allowed in this kind: its pods run sshd (as root by default), and a port"
-    " of the node forwarded to a container would open it, or the job's rendezvous ports, to"
-    " whoever reaches the node"
-)
-
-
-def _refused_rule(field: str) -> JsonValue:
-    return {
-        "rule": f"!has(self.{field})",
-        "message": f"`{field}` {_OPERATOR_SETS_HOST}",
-        "fieldPath": f".{field}",
-        "reason": "FieldValueForbidden",
-    }
-
-
-_HEADLESS_SPEC_RULES: list[JsonValue] = [*_SPEC_RULES, *map(_refused_rule, _HOST_FIELDS)]
-_SSH_SPEC_RULES: list[JsonValue] = [
-    *_HEADLESS_SPEC_RULES,
-    {
-        "rule": "!has(self.hostNetwork) || !self.hostNetwork",
-        "message": _HOST_NETWORK,
-        "fieldPath": ".hostNetwork",
-        "reason": "FieldValueForbidden",
-    },
-]
-
-
-class SshContainerPortShape(ContainerPortShape):
-    """A container port of a pod that runs sshd: no `hostPort`."""
-
-    model_config = ContainerPortShape.model_config | ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!has(self.hostPort) || self.hostPort == 0",
-                    "message": _HOST_PORT,
-                    "fieldPath": ".hostPort",
-                    "reason": "FieldValueForbidden",
-                }
-            ]
-        }
-    )
-
-    host_port: int | None = Field(
-        default=None,
-        ge=0,
-        le=65535,
-        description="Not allowed (but 0, none): the pods run sshd, which a port of the node"
-        " would open to whoever reaches the node.",
-    )
-
-    @field_validator("host_port")
-    @classmethod
-    def _not_on_the_node(cls, value: int | None) -> int | None:
-        if value:
-            raise ValueError(_HOST_PORT)
-        return value
-
-
-class SshContainerShape(ContainerShape):
-    """A container of a pod that runs sshd: its ports have no `hostPort`."""
-
-    # A narrower item type than the base's: lists are invariant to mypy, but these shapes only
-    # validate (the template stays the dict it was), so nothing appends a base item to them.
-    ports: list[SshContainerPortShape] | None = Field(  # type: ignore[assignment]
-        default=None, description="Ports."
-    )
-
-
-def _refused_field(field: str) -> Any:
-    return Field(default=None, description=f"Not allowed: `{field}` {_OPERATOR_SETS_HOST}.")
-
-
-class HeadlessPodSpecShape(PodSpecShape):
-    """The pod spec of a kind whose pods the operator names in the job's headless Service:
-    `hostname` and `subdomain` are the operator's."""
-
-    model_config = PodSpecShape.model_config | ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": _HEADLESS_SPEC_RULES}
-    )
-
-    hostname: str | None = _refused_field("hostname")
-    subdomain: str | None = _refused_field("subdomain")
-
-    @field_validator(*_HOST_FIELDS)
-    @classmethod
-    def _set_by_the_operator(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # Called only for a value the user wrote (a null is absent): the CRD refuses any value.
-        raise ValueError(f"`{info.field_name}` {_OPERATOR_SETS_HOST}")
-
-
-class SshPodSpecShape(HeadlessPodSpecShape):
-    """The pod spec of a kind whose pods run sshd (DeepSpeedJob, ColossalAIJob): also
-    not on the node's network, nor reached through a port of the node (`hostPort`)."""
-
-    model_config = HeadlessPodSpecShape.model_config | ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": _SSH_SPEC_RULES}
-    )
-
-    # Narrower item types than the base's (see `SshContainerShape.ports`).
-    containers: list[SshContainerShape] | None = Field(  # type: ignore[assignment]
-        default=None, description="Containers."
-    )
-    init_containers: list[SshContainerShape] | None = Field(  # type: ignore[assignment]
-        default=None, description="Init containers."
-    )
-
-    host_network: bool | None = Field(
-        default=None,
-        description="Not allowed to be true: the pods run sshd on port 22, which on the node's"
-        " network would be the node's own port 22.",
-    )
-
-    @field_validator("host_network")
-    @classmethod
-    def _not_on_the_node(cls, value: bool | None) -> bool | None:
-        if value:
-            raise ValueError(_HOST_NETWORK)
-        return value
-
-
-class HeadlessPodTemplateShape(PodTemplateShape):
-    """A pod template whose `spec.hostname` and `spec.subdomain` are the operator's."""
-
-    spec: HeadlessPodSpecShape | None = Field(default=None, description="Pod spec.")
-
-
-class SshPodTemplateShape(PodTemplateShape):
-    """A pod template of sshd pods: no hostname, subdomain, `hostNetwork: true` or
-    `hostPort`."""
-
-    spec: SshPodSpecShape | None = Field(default=None, description="Pod spec.")
-
-
-def _checker(shape: type[PodTemplateShape]) -> Callable[[Any, ValidatorFunctionWrapHandler], Any]:
+def checker(shape: type[PodTemplateShape]) -> Callable[[Any, ValidatorFunctionWrapHandler], Any]:
     def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         template = handler(value)
         shape.model_validate(template, strict=True, by_alias=True, by_name=False)
@@ -457,7 +322,7 @@ def _checker(shape: type[PodTemplateShape]) -> Callable[[Any, ValidatorFunctionW
 
 
 @dataclass(frozen=True)
-class _ShapeSchema:
+class ShapeSchema:
     """The template's JSON schema (and so its CRD schema) is its shape's."""
 
     shape: type[PodTemplateShape]
@@ -470,20 +335,5 @@ class _ShapeSchema:
 
 # A pod template of any kind.
 PodTemplate = Annotated[
-    dict[str, Any], WrapValidator(_checker(PodTemplateShape)), _ShapeSchema(PodTemplateShape)
-]
-# The template of a kind that gives every pod the hostname and subdomain of the job's headless
-# Service (PyTorchTrainingJob): those two are refused.
-HeadlessPodTemplate = Annotated[
-    dict[str, Any],
-    WrapValidator(_checker(HeadlessPodTemplateShape)),
-    _ShapeSchema(HeadlessPodTemplateShape),
-]
-# The template of a kind whose pods run sshd and are named in the job's headless Service
-# (DeepSpeedJob, ColossalAIJob): hostname, subdomain, `hostNetwork: true` and `hostPort` are
-# refused.
-SshPodTemplate = Annotated[
-    dict[str, Any],
-    WrapValidator(_checker(SshPodTemplateShape)),
-    _ShapeSchema(SshPodTemplateShape),
+    dict[str, Any], WrapValidator(checker(PodTemplateShape)), ShapeSchema(PodTemplateShape)
 ]

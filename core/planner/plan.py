@@ -28,23 +28,18 @@ from datetime import datetime
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import owner_labels
+from t9kjobs.planner.admission import admission, finished_workloads, label_ignored
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
-from t9kjobs.planner.queueing import (
-    WORKLOAD,
-    admission,
-    finished_workloads,
-    label_ignored,
-    queued,
-    workload_objects,
-)
+from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
 from t9kjobs.planner.types import EngineHooks, Event, Observed, Plan, ProgressSource
+from t9kjobs.planner.workloads import WORKLOAD, workload_objects
 
 __all__ = ["FOLDED_STATUS_SECONDS", "plan"]
 

@@ -36,7 +36,7 @@ from t9kjobs.models import (
     RunMode,
     SchedulePolicy,
 )
-from t9kjobs.models.pod import SshPodTemplate
+from t9kjobs.models.pod_roles import SshPodTemplate
 from t9kjobs.models.ssh import (
     SAFE_PATH_PATTERN,
     SAFE_PATH_SAID,

@@ -27,7 +27,7 @@ from t9kjobs.models import (
     SchedulePolicy,
     not_elastic_rule,
 )
-from t9kjobs.models.pod import SshPodTemplate
+from t9kjobs.models.pod_roles import SshPodTemplate
 from t9kjobs.models.ssh import SshSettings
 
 __all__ = [

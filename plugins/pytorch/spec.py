@@ -34,7 +34,7 @@ from t9kjobs.models import (
     check_replica_specs,
     not_elastic_rule,
 )
-from t9kjobs.models.pod import HeadlessPodTemplate
+from t9kjobs.models.pod_roles import HeadlessPodTemplate
 from t9kjobs.tensorboard import TensorBoardJobStatus, tensorboard_spec_field
 
 __all__ = [

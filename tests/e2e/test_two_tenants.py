@@ -336,3 +336,90 @@ def _until_phase(cluster: Cluster, tenant: Tenant, namespace: str, job: str, pha
         timeout=60,
         message=f"{job} {phase}",
     )
+
+
+def _refusal(tenant: Tenant, namespace: str, doc: dict[str, Any]) -> str:
+    """What the API server says refusing `doc` from `tenant` (fails if it admits it)."""
+    proc = tenant.kubectl(
+        "-n", namespace, "create", "--dry-run=server", "-f", "-", input=json.dumps(doc), check=False
+    )
+    assert proc.returncode != 0, f"admitted: {doc['metadata']['name']}"
+    return proc.stderr
+
+
+def test_mallorys_templates_that_reach_for_alices_job_are_refused_at_admission(
+    cluster: Cluster, operator: OperatorProcess, tenants: Tenants
+) -> None:
+    """A template that mounts alice's job's SSH Secret or reads its hostfile, a DeepSpeedJob
+    whose sshd gets a port of the node, a pod that names another job's gang: the API server
+    refuses each from mallory's own identity, naming the field."""
+    mallory, ns = tenants.mallory, tenants.shared
+    mount = _generic("mallory-mount", 3)
+    mount["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"] = [
+        {"name": "keys", "secret": {"secretName": "alice-paused-ssh"}}
+    ]
+    said = _refusal(mallory, ns, mount)
+    assert "volumes[0].secret.secretName" in said and "ending in `-ssh`" in said, said
+
+    env = _generic("mallory-env", 3)
+    env["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["envFrom"] = [
+        {"configMapRef": {"name": "alice-paused-hostfile"}}
+    ]
+    said = _refusal(mallory, ns, env)
+    assert "envFrom[0].configMapRef.name" in said and "`-hostfile`" in said, said
+
+    port = _deepspeed("mallory-port")
+    port["spec"]["worker"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 22, "hostPort": 22}
+    ]
+    said = _refusal(mallory, ns, port)
+    assert "ports[0].hostPort" in said, said
+
+    gang = _generic("mallory-gang", 3)
+    gang["spec"]["replicaSpecs"][0]["template"]["spec"]["schedulingGroup"] = {
+        "podGroupName": "alice-paused"
+    }
+    said = _refusal(mallory, ns, gang)
+    assert "schedulingGroup" in said, said
+
+
+def test_mallory_cannot_skip_the_queue_by_removing_its_label(
+    cluster: Cluster, operator: OperatorProcess, tenants: Tenants
+) -> None:
+    """Mallory's job waits in a LocalQueue whose ClusterQueue admits nothing; she removes the
+    queue label (she may update her jobs). The operator keeps the Workload's queue: no pod,
+    and a Warning says the label is ignored."""
+    mallory, ns = tenants.mallory, tenants.shared
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "closed", "namespace": ns},
+                "spec": {"clusterQueue": f"{ns}-nothing"},
+            }
+        ),
+    )
+    job = _generic("mallory-queued", 3)
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "closed"
+    mallory.apply(ns, job)
+    cluster.poll(
+        lambda: cluster.kubectl(
+            "-n", ns, "get", "workloads.kueue.x-k8s.io", "-o", "name"
+        ).stdout.strip(),
+        timeout=60,
+        message="mallory's job has a Workload",
+    )
+    mallory.kubectl("-n", ns, "label", "gj", "mallory-queued", "kueue.x-k8s.io/queue-name-")
+    time.sleep(10)
+    assert _pods(mallory, ns, "mallory-queued") == []
+    events = cluster.kubectl(
+        "-n", ns, "get", "events", "--field-selector", "reason=QueueLabelIgnored", "-o", "json"
+    ).stdout
+    assert any(
+        e["involvedObject"]["name"] == "mallory-queued" for e in json.loads(events)["items"]
+    ), "no QueueLabelIgnored Event"
+    assert _pods(mallory, ns, "mallory-queued") == []

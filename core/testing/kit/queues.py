@@ -14,7 +14,8 @@ import copy
 from dataclasses import replace
 
 from t9kjobs.planner import Kueue, Observed, plan
-from t9kjobs.planner.queueing import LABEL_QUEUE_NAME, WORKLOAD
+from t9kjobs.planner.queueing import LABEL_QUEUE_NAME
+from t9kjobs.planner.workloads import WORKLOAD
 from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.subject import EPOCH, Subject
 from t9kjobs.testing.kit.violation import ContractViolation

@@ -351,3 +351,102 @@ def test_a_colossalai_module_name_ending_in_a_newline_is_refused(manager: Plugin
     found = problems(manager, colossalai(template(), torchConfig=config))
     assert list(found) == ["spec.torchConfig.script"]
     assert "must not contain spaces or shell characters" in found["spec.torchConfig.script"]
+
+
+# -- the operator's Secrets and ConfigMaps (issue #47, docs/security.md threat 24) -----------
+
+SECRET = "victim-ssh"
+HOSTFILE = "victim-hostfile"
+# (case, pod spec, the path under the template's spec, what the message begins with)
+FOREIGN: list[tuple[str, Json, str, str]] = [
+    (
+        "secret-volume",
+        {"volumes": [{"name": "keys", "secret": {"secretName": SECRET}}]},
+        "volumes[0].secret.secretName",
+        "`secretName` names a Secret ending in `-ssh`",
+    ),
+    (
+        "configmap-volume",
+        {"volumes": [{"name": "hosts", "configMap": {"name": HOSTFILE}}]},
+        "volumes[0].configMap.name",
+        "`name` names a ConfigMap ending in `-hostfile`",
+    ),
+    (
+        "projected-secret",
+        {"volumes": [{"name": "p", "projected": {"sources": [{"secret": {"name": SECRET}}]}}]},
+        "volumes[0].projected.sources[0].secret.name",
+        "`name` names a Secret ending in `-ssh`",
+    ),
+    (
+        "projected-configmap",
+        {"volumes": [{"name": "p", "projected": {"sources": [{"configMap": {"name": HOSTFILE}}]}}]},
+        "volumes[0].projected.sources[0].configMap.name",
+        "`name` names a ConfigMap ending in `-hostfile`",
+    ),
+    (
+        "env-secret-key",
+        {
+            "containers": [
+                CONTAINER
+                | {
+                    "env": [
+                        {
+                            "name": "KEY",
+                            "valueFrom": {"secretKeyRef": {"name": SECRET, "key": "id_rsa"}},
+                        }
+                    ]
+                }
+            ]
+        },
+        "containers[0].env[0].valueFrom.secretKeyRef.name",
+        "`name` names a Secret ending in `-ssh`",
+    ),
+    (
+        "env-from-configmap",
+        {"initContainers": [{**CONTAINER, "envFrom": [{"configMapRef": {"name": HOSTFILE}}]}]},
+        "initContainers[0].envFrom[0].configMapRef.name",
+        "`name` names a ConfigMap ending in `-hostfile`",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("spec", "where", "says"), [c[1:] for c in FOREIGN], ids=[c[0] for c in FOREIGN]
+)
+def test_a_template_may_not_name_the_operators_secrets_and_config_maps(
+    manager: PluginManager, kind: str, spec: Json, where: str, says: str
+) -> None:
+    """`victim-ssh` is another job's SSH keys (root ssh into its workers), `victim-hostfile`
+    its launcher's hosts: no template of any kind may mount or read them."""
+    if "containers" not in spec:
+        spec = {"containers": [CONTAINER], **spec}
+    found = problems(manager, BUILDERS[kind](template(spec)))
+    path = f"{TEMPLATE_PATH[kind]}.spec.{where}"
+    assert list(found) == [path], found
+    assert found[path].startswith(says), found[path]
+    assert "a template may not name one" in found[path]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_templates_own_secrets_and_config_maps_stay_allowed(
+    manager: PluginManager, kind: str
+) -> None:
+    spec = {
+        "containers": [
+            CONTAINER
+            | {
+                "env": [
+                    {"name": "T", "valueFrom": {"secretKeyRef": {"name": "token", "key": "t"}}}
+                ],
+                "envFrom": [{"secretRef": {"name": "ssh-keys"}}, {"prefix": "X_"}],
+            }
+        ],
+        "volumes": [
+            {"name": "a", "secret": {"secretName": "sshd-config"}},
+            {"name": "b", "configMap": {"name": "hostfile-extra"}},
+            {"name": "c", "emptyDir": {}},
+            {"name": "d", "projected": {"sources": [{"downwardAPI": {"items": []}}]}},
+        ],
+    }
+    assert problems(manager, BUILDERS[kind](template(spec))) == {}

@@ -18,7 +18,9 @@ from t9kjobs.crds import crd_for
 from t9kjobs.manager import PluginManager
 from t9kjobs.testing.kit.admission import AdmissionTier, refusal_names
 from tests.unit.core.test_template_refusals import (
+    BUILDERS,
     CONTAINER,
+    FOREIGN,
     TEMPLATE_PATH,
     Json,
     colossalai,
@@ -210,6 +212,19 @@ CASES: list[tuple[str, Json, str, str]] = [
         "",
         "",
     ),
+]
+
+
+# The operator's Secrets and ConfigMaps, wherever a template names one, in every kind.
+CASES += [
+    (
+        f"{kind.lower()}-{case}",
+        BUILDERS[kind](template({"containers": [CONTAINER], **spec})),
+        f"{TEMPLATE_PATH[kind]}.spec.{where}",
+        "a template may not name one, as it could only be another job's",
+    )
+    for kind in ("GenericJob", "DeepSpeedJob")
+    for case, spec, where, _ in FOREIGN
 ]
 
 

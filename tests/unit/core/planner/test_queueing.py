@@ -14,7 +14,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Kueue, Observed, Plan, plan
-from t9kjobs.planner.queueing import pod_set_name, workload_name
+from t9kjobs.planner.workloads import pod_set_name, workload_name
 from t9kjobs.settings import KueuePolicy, Settings, configured
 from t9kjobs.testing.fixtures import apply_plan, installed_plugins, pod_in_phase
 from t9kjobs.vocabulary import Obj
