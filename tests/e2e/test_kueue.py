@@ -600,20 +600,20 @@ def test_the_charts_admission_policy_locks_the_queue_label_until_the_job_finishe
         if o["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     ]
     assert len(objects) == 2
-    probe = _job("probe", None, seconds=None)
+    # `first` waits in the queue from its creation; `probe` is created without a label. No
+    # operator yet: the label is added before any pod of `probe` could run outside the queue.
+    first, probe = _job("first", queue, seconds=None), _job("probe", None, seconds=None)
+    kube.create(first)
     kube.create(probe)
-    op = _queue_operator(cluster, namespace, tmp_path / "op.log")
+    op = None
     try:
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
-        # Adding the label is free.
-        kube.patch(probe, {"metadata": {"labels": {QUEUE_LABEL: queue}}})
 
-        def refused(labels: dict[str, Any]) -> ApiError | None:
-            path = kube.path(probe)
+        def refused(job: Any, labels: dict[str, Any]) -> ApiError | None:
             try:
                 kube.http.request(
                     "PATCH",
-                    path,
+                    kube.path(job),
                     query={"dryRun": "All"},
                     body={"metadata": {"labels": labels}},
                     content_type="application/merge-patch+json",
@@ -623,18 +623,24 @@ def test_the_charts_admission_policy_locks_the_queue_label_until_the_job_finishe
             return None
 
         # The policy takes effect within a moment of its creation.
-        error = until(lambda: refused({QUEUE_LABEL: "elsewhere"}), "the label change refused")
+        error = until(lambda: refused(first, {QUEUE_LABEL: "elsewhere"}), "the change refused")
         assert error.status in (400, 403, 422), error
         assert "kueue.x-k8s.io/queue-name" in str(error.body) and "changed" in str(error.body)
-        error = refused({QUEUE_LABEL: None})
+        error = refused(first, {QUEUE_LABEL: None})
         assert error is not None and "removed" in str(error.body), error
+        # Adding the label is free, under the policy.
+        kube.patch(probe, {"metadata": {"labels": {QUEUE_LABEL: queue}}})
+        assert refused(probe, {QUEUE_LABEL: None}) is not None
+        kube.http.request("DELETE", kube.path(first))
         # Once finished, the label is the user's again.
+        op = _queue_operator(cluster, namespace, tmp_path / "op.log")
         _running(kube, "probe")
         for name in ("probe-worker-0", "probe-worker-1"):
             kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "0"})
         kube.wait_phase(probe, "Succeeded", timeout=120)
-        assert refused({QUEUE_LABEL: None}) is None
+        assert refused(probe, {QUEUE_LABEL: None}) is None
     finally:
-        op.stop()
+        if op is not None:
+            op.stop()
         for o in objects:
             cluster.kubectl("delete", o["kind"], o["metadata"]["name"], check=False)
