@@ -25,6 +25,7 @@ import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from kubernetes import client as k8s_client
 
@@ -61,6 +62,8 @@ from t9kjobs.vocabulary import JobKey, Obj
 __all__ = ["Operator", "Options"]
 
 log = logging.getLogger("t9kjobs.operator")
+
+T = TypeVar("T")
 
 
 class Operator:
@@ -258,44 +261,36 @@ class Operator:
         )
         return bool(started)
 
-    def _discover_at_start(self) -> tuple[dict[str, Resource], frozenset[str]] | None:
-        """Discovery, retried with backoff until it answers (None if stopped meanwhile)."""
+    def _at_start(self, attempt: Callable[[], T], waiting: str) -> T | None:
+        """`attempt()`, retried with backoff until it answers (None if stopped meanwhile);
+        each failure logged: what is awaited (`waiting`), the time to the next try, why."""
         delay = 1.0
         while not self.stop.is_set():
             try:
-                return self.discover()
+                return attempt()
             except Exception as exc:
-                log.warning(
-                    "waiting for the API server's discovery of %s/v1beta1 (not ready until it"
-                    " answers); next try in %.0fs: %s",
-                    API_GROUP,
-                    delay,
-                    exc,
-                )
+                log.warning("%s; next try in %.0fs: %s", waiting, delay, exc)
             self.stop.wait(delay)
             delay = min(delay * 2, 30.0)
         return None
 
+    def _discover_at_start(self) -> tuple[dict[str, Resource], frozenset[str]] | None:
+        """Discovery, retried until it answers."""
+        return self._at_start(
+            self.discover,
+            f"waiting for the API server's discovery of {API_GROUP}/v1beta1 (not ready until"
+            " it answers)",
+        )
+
     def _marks_at_start(self) -> Marks | None:
-        """The marks of what the operator makes (`t9kjobs.controller.marks`), retried with
-        backoff until the key can be read or made (None if stopped meanwhile)."""
+        """The marks of what the operator makes (`t9kjobs.controller.marks`), retried until
+        the key can be read or made."""
         namespace = self.options.leader_election_namespace or _own_namespace()
-        delay = 1.0
-        while not self.stop.is_set():
-            try:
-                return load_marks(self.transport, namespace)
-            except Exception as exc:
-                log.error(
-                    "cannot read or make the ownership key, Secret %s/%s (the operator needs"
-                    " get and create on it; not ready until then); next try in %.0fs: %s",
-                    namespace,
-                    KEY_SECRET,
-                    delay,
-                    exc,
-                )
-            self.stop.wait(delay)
-            delay = min(delay * 2, 30.0)
-        return None
+        return self._at_start(
+            lambda: load_marks(self.transport, namespace),
+            f"cannot read or make the ownership key, Secret {namespace}/{KEY_SECRET} (the"
+            " operator needs get and create on it; not ready until then)",
+        )
 
     def run_controllers(self) -> None:
         found = self._discover_at_start()

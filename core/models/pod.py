@@ -60,7 +60,10 @@ from t9kjobs.models.pod_refs import (
 
 __all__ = [
     "DNS_LABEL",
+    "MAX_ENV",
+    "MAX_ENV_FROM",
     "MAX_POD_METADATA_KEYS",
+    "MAX_VOLUMES",
     "POD_SPEC_RULES",
     "RESERVED_DOMAINS",
     "RESERVED_KEY_PATTERN",
@@ -94,6 +97,12 @@ RESERVED_KEY_PATTERN = (
 )
 _RESERVED = re.compile(RESERVED_KEY_PATTERN)
 _RESERVED_SAID = ", ".join(f"{d} and *.{d}" for d in RESERVED_DOMAINS)
+# Environment variables and volumes a template may have: bounds that let the API server
+# estimate the cost of the rules on each of them (t9kjobs.models.pod_refs), far above what a
+# training pod uses.
+MAX_ENV = 1024
+MAX_ENV_FROM = 64
+MAX_VOLUMES = 256
 # Labels, and annotations, a template may have: what a CEL rule over their keys may iterate
 # (the API server refuses a rule over an unbounded map: its estimated cost is too high).
 MAX_POD_METADATA_KEYS = 256
@@ -162,9 +171,13 @@ class ContainerShape(_Shape):
     image: str = Field(min_length=1, description="Container image.")
     command: list[str] | None = Field(default=None, description="Entrypoint.")
     args: list[str] | None = Field(default=None, description="Arguments to the entrypoint.")
-    env: list[EnvVarShape] | None = Field(default=None, description="Environment variables.")
+    env: list[EnvVarShape] | None = Field(
+        default=None, max_length=MAX_ENV, description="Environment variables."
+    )
     env_from: list[EnvFromShape] | None = Field(
-        default=None, description="Secrets' and ConfigMaps' keys as environment variables."
+        default=None,
+        max_length=MAX_ENV_FROM,
+        description="Secrets' and ConfigMaps' keys as environment variables.",
     )
     ports: list[ContainerPortShape] | None = Field(default=None, description="Ports.")
     resources: ResourcesShape | None = Field(default=None, description="Compute resources.")
@@ -226,7 +239,9 @@ class PodSpecShape(_Shape):
     init_containers: list[ContainerShape] | None = Field(
         default=None, description="Init containers."
     )
-    volumes: list[VolumeShape] | None = Field(default=None, description="Volumes.")
+    volumes: list[VolumeShape] | None = Field(
+        default=None, max_length=MAX_VOLUMES, description="Volumes."
+    )
     scheduling_group: SchedulingGroupShape | None = Field(
         default=None,
         description="Not allowed: the operator sets it (a pod joins its own job's gang, or none).",

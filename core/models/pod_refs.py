@@ -32,6 +32,9 @@ __all__ = [
     "SecretVolumeShape",
 ]
 
+# An object's name is a DNS subdomain: at most 253 characters. Said in the schema, it bounds
+# what the API server estimates each rule costs (a CRD has a budget for all its rules).
+_NAME = 253
 # The endings of the names the operator gives the objects it makes for jobs, by kind.
 OPERATOR_SUFFIXES: dict[str, str] = {"Secret": "-ssh", "ConfigMap": "-hostfile"}
 
@@ -72,7 +75,9 @@ class SecretRefShape(_Shape):
         json_schema_extra={"x-kubernetes-validations": [_rule("Secret", "name")]}
     )
 
-    name: str | None = Field(default=None, description="The Secret's name; not `*-ssh`.")
+    name: str | None = Field(
+        default=None, max_length=_NAME, description="The Secret's name; not `*-ssh`."
+    )
 
     @field_validator("name")
     @classmethod
@@ -87,7 +92,9 @@ class ConfigMapRefShape(_Shape):
         json_schema_extra={"x-kubernetes-validations": [_rule("ConfigMap", "name")]}
     )
 
-    name: str | None = Field(default=None, description="The ConfigMap's name; not `*-hostfile`.")
+    name: str | None = Field(
+        default=None, max_length=_NAME, description="The ConfigMap's name; not `*-hostfile`."
+    )
 
     @field_validator("name")
     @classmethod
@@ -102,7 +109,9 @@ class SecretVolumeShape(_Shape):
         json_schema_extra={"x-kubernetes-validations": [_rule("Secret", "secretName")]}
     )
 
-    secret_name: str | None = Field(default=None, description="The Secret's name; not `*-ssh`.")
+    secret_name: str | None = Field(
+        default=None, max_length=_NAME, description="The Secret's name; not `*-ssh`."
+    )
 
     @field_validator("secret_name")
     @classmethod
@@ -120,7 +129,9 @@ class ProjectionShape(_Shape):
 class ProjectedShape(_Shape):
     """A projected volume: several sources in one folder."""
 
-    sources: list[ProjectionShape] | None = Field(default=None, description="Its sources.")
+    sources: list[ProjectionShape] | None = Field(
+        default=None, max_length=64, description="Its sources."
+    )
 
 
 class EnvVarSourceShape(_Shape):

@@ -423,3 +423,27 @@ def test_mallory_cannot_skip_the_queue_by_removing_its_label(
         e["involvedObject"]["name"] == "mallory-queued" for e in json.loads(events)["items"]
     ), "no QueueLabelIgnored Event"
     assert _pods(mallory, ns, "mallory-queued") == []
+
+
+def test_a_catastrophic_progress_pattern_is_refused_by_the_operators_verdict(
+    cluster: Cluster, operator: OperatorProcess, tenants: Tenants
+) -> None:
+    """`(a+)+$` took Python's `re` seconds on 24 characters and hours on 40. The annotation is
+    no CRD field (CEL cannot read it), so the operator's verdict refuses the job, naming it,
+    before any pod; alice's job beside it succeeds."""
+    mallory, alice = tenants.mallory, tenants.alice
+    job = _generic("mallory-pattern", 3)
+    job["metadata"]["annotations"] = {"batch.tensorstack.dev/progress-pattern": "(a+)+$"}
+    mallory.apply(tenants.shared, job)
+    alice.apply(tenants.alices, _generic("alice-beside", 1))
+    cluster.poll(
+        lambda: _phase(mallory, tenants.shared, "gj", "mallory-pattern") == "Failed",
+        timeout=60,
+        message="mallory's job Failed",
+    )
+    failed = mallory.get(tenants.shared, "gj", "mallory-pattern")
+    condition = _condition(failed, "Failed")
+    assert condition.get("reason") == "InvalidSpec", condition
+    assert "progress-pattern" in condition.get("message", ""), condition
+    assert _pods(mallory, tenants.shared, "mallory-pattern") == []
+    _until_phase(cluster, alice, tenants.alices, "alice-beside", "Succeeded")
