@@ -6,9 +6,9 @@ from collections.abc import Collection
 from typing import Any
 
 from t9kjobs.kinds import Problem
-from t9kjobs.models import RunMode
+from t9kjobs.models import RecoveryPolicy, RunMode
 
-__all__ = ["run_mode_problems", "ssh_user_problems"]
+__all__ = ["recovery_problems", "run_mode_problems", "ssh_user_problems"]
 
 
 def run_mode_problems(run_mode: RunMode | None, replica_types: Collection[str]) -> list[Problem]:
@@ -30,6 +30,25 @@ def run_mode_problems(run_mode: RunMode | None, replica_types: Collection[str]) 
             f"spec.runMode.{path}.type", f"no replica type {type_!r} in the job (it has: {known})"
         )
         for path, type_ in named
+        if type_ not in replica_types
+    ]
+
+
+def recovery_problems(
+    policy: RecoveryPolicy | None, replica_types: Collection[str]
+) -> list[Problem]:
+    """The recovery rules' `replicaTypes` must name replica types the job has: a rule for a
+    type it has not would never match, and say nothing (the CRD cannot know a kind's types)."""
+    if policy is None:
+        return []
+    known = ", ".join(sorted(replica_types))
+    return [
+        Problem(
+            f"spec.recoveryPolicy.rules[{i}].replicaTypes[{j}]",
+            f"no replica type {type_!r} in the job (it has: {known})",
+        )
+        for i, rule in enumerate(policy.rules)
+        for j, type_ in enumerate(rule.replica_types or ())
         if type_ not in replica_types
     ]
 

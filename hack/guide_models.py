@@ -41,6 +41,8 @@ GROUPS: list[tuple[str, list[type[BaseModel]]]] = [
             models.SchedulePolicy,
             models.T9kScheduler,
             models.ElasticConfig,
+            models.RecoveryPolicy,
+            models.RecoveryRule,
         ],
     ),
     ("What the engine reads", [models.RestartRule]),

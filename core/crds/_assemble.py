@@ -61,7 +61,12 @@ def printer_columns() -> list[Json]:
     return [
         column("Phase", "string", ".status.phase", "The job's phase."),
         column("Replicas", "string", ".status.ready", "Replicas running / replicas of the job."),
-        column("Restarts", "integer", ".status.backoffCount", "Restarts performed, all replicas."),
+        column(
+            "Restarts",
+            "integer",
+            ".status.backoffCount",
+            "Restarts charged to backoffLimit, all replicas.",
+        ),
         column(
             "Reason",
             "string",

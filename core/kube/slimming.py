@@ -7,8 +7,10 @@ So every object loses `metadata.managedFields` (a third of a pod), and a pod kee
 only `nodeName` (whether it is placed) and `schedulingGroup` (whether it is a member of its
 job's gang, which decides whether a replacement can rejoin it: `rejoin_or_alone`), and of its
 status only `phase`, per container `name`,
-`state` and `lastState`, and a `PodScheduled` condition that says it cannot be placed (why its
-gang waits: `t9kjobs.planner.placement`): the rendered
+`state` and `lastState`, a `PodScheduled` condition that says it cannot be placed (why its
+gang waits: `t9kjobs.planner.placement`), and what the recovery rules read of a failed pod
+(`t9kjobs.planner.failures`): its `DisruptionTarget` condition's type, status and reason,
+`status.reason` and `status.message` cut to 256 characters. The rendered
 spec (containers, env, volumes, the launch command's copy in the environment) and the kubelet's
 details (conditions, IPs, images, container ids) go. The planner compares pods with the job by
 their spec-hash annotation, never by their spec, and never writes a cached pod back (a pod to
@@ -43,6 +45,11 @@ __all__ = ["slimmer"]
 
 _CONTAINER_FIELDS = ("name", "state", "lastState")
 _CONDITION_FIELDS = ("type", "status", "reason", "message")
+# What the recovery rules read of a failed pod (`t9kjobs.planner.failures`): who disrupted it
+# (its DisruptionTarget condition, without the message), and the kubelet's reason and message
+# (`Evicted`, `NodeShutdown`), the message cut: an eviction's names every container's usage.
+_DISRUPTION_FIELDS = ("type", "status", "reason")
+_MESSAGE_LIMIT = 256
 
 
 def _interned(value: Any) -> Any:
@@ -77,13 +84,20 @@ def _slim_pod(pod: Obj) -> Obj:
             kept["containerStatuses"] = [
                 {k: c[k] for k in _CONTAINER_FIELDS if k in c} for c in containers
             ]
-        unscheduled = [
+        for key in ("reason", "message"):
+            if status.get(key):
+                kept[key] = str(status[key])[:_MESSAGE_LIMIT]
+        conditions = [
             {k: c[k] for k in _CONDITION_FIELDS if k in c}
             for c in status.get("conditions") or []
             if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        ] + [
+            {k: c[k] for k in _DISRUPTION_FIELDS if k in c}
+            for c in status.get("conditions") or []
+            if c.get("type") == "DisruptionTarget"
         ]
-        if unscheduled:
-            kept["conditions"] = unscheduled
+        if conditions:
+            kept["conditions"] = conditions
         pod["status"] = kept
     return pod
 

@@ -2,10 +2,10 @@
 
 A module per part of a job: `job` (the job, its spec and metadata), `replica` (a replica type
 and its restart policy), `run_mode` (debug, pause, resume), `policies` (cleanup, deadline,
-restart budget, scheduling), `elastic`, `pod` (the pod template), `pod_roles` (the templates
-of pods the operator names, or that run sshd), `ssh` (SSH keys and sshd), `status`, `bounds`
-(the limits); `_base` is the base of every model and `_spellings` the fields
-with two spellings.
+restart budget, scheduling), `recovery` (the recovery rules), `elastic`, `pod` (the pod
+template), `pod_roles` (the templates of pods the operator names, or that run sshd), `ssh` (SSH
+keys and sshd), `status`, `bounds` (the limits); `_base` is the base of every model and
+`_spellings` the fields with two spellings.
 
 Cross-field rules are declared twice: as CEL (`x-kubernetes-validations`, copied into the CRDs
 by `t9kjobs.crds`) for the API server's admission, and as pydantic validators for `t9kjobs
@@ -39,6 +39,7 @@ from t9kjobs.models.job import (
 from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
 from t9kjobs.models.pod_roles import HeadlessPodTemplate, SshPodTemplate
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy, T9kScheduler
+from t9kjobs.models.recovery import RecoveryPolicy, RecoveryRule, recovery_of
 from t9kjobs.models.replica import (
     RETRYABLE_EXIT_CODES,
     ReplicaSpec,
@@ -108,6 +109,8 @@ __all__ = [
     "PodSpecShape",
     "PodTemplate",
     "PodTemplateShape",
+    "RecoveryPolicy",
+    "RecoveryRule",
     "ReplicaDebugSet",
     "ReplicaSpec",
     "ReplicaStatus",
@@ -128,4 +131,5 @@ __all__ = [
     "drop_nulls",
     "dump",
     "not_elastic_rule",
+    "recovery_of",
 ]

@@ -17,6 +17,7 @@ from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
 from t9kjobs.models.pod import DNS_LABEL
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy
+from t9kjobs.models.recovery import RecoveryPolicy
 from t9kjobs.models.run_mode import RunMode
 from t9kjobs.models.status import JobStatus
 
@@ -59,7 +60,18 @@ class Lifecycle:
 
 
 class JobSpec(ApiModel):
-    """Base class of every kind's spec model."""
+    """Base class of every kind's spec model.
+
+    `recoveryPolicy` is the engine's, not a kind's: every kind has it (`t9kjobs.models.recovery`).
+    """
+
+    recovery_policy: RecoveryPolicy | None = Field(
+        default=None,
+        description="How the engine recovers from a replica's failure: ordered rules (exit"
+        " codes, pod conditions, reasons) with the actions RestartReplica, FailJob and Ignore,"
+        " and the infrastructure budget. Absent: each replica's restartPolicy decides, every"
+        " restart charged to the user's budget.",
+    )
 
     def lifecycle(self) -> Lifecycle:
         run_policy = getattr(self, "run_policy", None)

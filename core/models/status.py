@@ -127,6 +127,17 @@ class ReplicaStatus(_StatusModel):
     phase: str = Field(description="Pod phase, or Creating / Deleted while the pod is absent.")
     containers: list[ContainerStatus] = Field(default_factory=list)
     restart_count: int = Field(default=0, description="Restarts of this replica performed.")
+    counted_restarts: int | None = Field(
+        default=None,
+        description="Restarts of this replica charged to the user's budget (its limit,"
+        " backoffLimit); written only when it differs from restartCount (restarts charged to"
+        " the infrastructure by spec.recoveryPolicy); absent: restartCount.",
+    )
+
+    @property
+    def counted(self) -> int:
+        """Restarts of this replica charged to the user's budget."""
+        return self.restart_count if self.counted_restarts is None else self.counted_restarts
 
 
 class TaskStatus(_StatusModel):
@@ -234,7 +245,16 @@ class JobStatus(_KeepsUnknownFields):
     conditions: list[JobCondition] = Field(
         default_factory=list, description="The latest observations of the job's state."
     )
-    backoff_count: int = Field(default=0, description="Restarts performed, all replicas.")
+    backoff_count: int = Field(
+        default=0,
+        description="Restarts charged to backoffLimit, all replicas: every restart performed,"
+        " but those spec.recoveryPolicy charges to the infrastructure.",
+    )
+    infrastructure_restart_count: int | None = Field(
+        default=None,
+        description="Restarts charged to spec.recoveryPolicy.infrastructureRestartLimit, all"
+        " replicas; absent: none.",
+    )
     start_time: str | None = Field(
         default=None, description="When the job started; activeDeadlineSeconds counts from it."
     )

@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, JobStatus, Lifecycle
+from t9kjobs.models import Job, JobStatus, Lifecycle, recovery_of
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.admission import admission, finished_workloads, label_ignored
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
@@ -109,6 +109,8 @@ def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
     """A job that is neither finished nor paused: its verdict, or what keeps it running."""
     job, life = s.job, s.life
     verdict, requeue = _deadline(life, status, s.now, s.found.states)
+    if verdict is None and not life.run_mode.debugging and s.found.fail is not None:
+        verdict = s.found.fail  # a recovery rule's FailJob: the job fails whatever else says
     if verdict is None and not life.run_mode.debugging:
         verdict = hooks.compute_status(job, s.found.states)
         exceeded = s.found.backoff_exceeded
@@ -155,7 +157,16 @@ def _situation(
     replicas = [r for t in status.tasks for r in t.replicas]
     pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
-    found = assess(pods, pods_by_name, recorded, status.backoff_count, life)
+    found = assess(
+        pods,
+        pods_by_name,
+        recorded,
+        status.backoff_count,
+        life,
+        recovery=recovery_of(job.spec),
+        counted={r.name: r.counted for r in replicas},
+        infra_count=status.infrastructure_restart_count or 0,
+    )
     return Situation(
         job=job,
         before=before,

@@ -14,11 +14,15 @@ be running, and a pod created again would run the replica's work a second time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from t9kjobs.kinds import ReplicaState
+from t9kjobs.kinds import ReplicaState, Verdict
 from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle, ReplicaStatus, RestartRule
+from t9kjobs.models.recovery import RecoveryPolicy
 from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod, Obj, spec_hash
+from t9kjobs.planner.budgets import Budgets, counted_floor
+from t9kjobs.planner.failures import Failure, classify, exit_code_of, exit_of
+from t9kjobs.planner.rules import Decision, decide
 
 __all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
 
@@ -29,31 +33,6 @@ def pod_state(pod: Obj | None) -> str:
     if pod["metadata"].get("deletionTimestamp"):
         return "Deleted"
     return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def exit_of(pod: Obj, training_container: str | None) -> tuple[str, int] | None:
-    """(container, exit code) of the training container, else of the first container with a
-    non-zero one, else of the first that terminated; None while none has terminated."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    codes: dict[str, int] = {}
-    for cs in statuses:
-        terminated = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get(
-            "terminated"
-        )
-        if terminated and terminated.get("exitCode") is not None:
-            codes[str(cs.get("name"))] = int(terminated["exitCode"])
-    if training_container in codes:
-        return str(training_container), codes[str(training_container)]
-    nonzero = [(name, code) for name, code in codes.items() if code != 0]
-    if nonzero:
-        return nonzero[0]
-    return next(iter(codes.items()), None)
-
-
-def exit_code_of(pod: Obj, training_container: str | None) -> int | None:
-    """The exit code `exit_of` reports, if any."""
-    found = exit_of(pod, training_container)
-    return found[1] if found else None
 
 
 def _incarnation(pod: Obj) -> int:
@@ -139,9 +118,31 @@ class Assessment:
     restart: list[tuple[DesiredPod, Obj]]  # (replica, finished pod to delete and recreate)
     performed: dict[str, int]  # pod name -> restarts performed before this reconcile
     restarts_recorded: dict[str, int]  # pod name -> restarts after this reconcile
-    backoff_performed: int  # restarts of all replicas performed before this reconcile
+    backoff_performed: int  # restarts charged to backoffLimit before this reconcile
     backoff_count: int  # ... and after it
     backoff_exceeded: ReplicaState | None
+    # pod name -> restarts charged to the user's budget, before and after this reconcile
+    counted_performed: dict[str, int] = field(default_factory=dict)
+    counted: dict[str, int] = field(default_factory=dict)
+    infra_performed: int = 0  # restarts charged to the infrastructure budget, before
+    infra_count: int = 0  # ... and after this reconcile
+    fail: Verdict | None = None  # a recovery rule's FailJob
+    # pod name -> the rule that restarts it (the Restarting Event says it)
+    why: dict[str, str] = field(default_factory=dict)
+    # replicas a rule restarts although their restartPolicy would leave them ended (Never):
+    # their status says Deleted, so that `remembered` never keeps them as ended for good
+    overridden: set[str] = field(default_factory=set)
+    # pod name -> the rule that matched its failure but found the infrastructure budget spent
+    spent: dict[str, str] = field(default_factory=dict)
+
+
+def _fail_verdict(state: ReplicaState, failure: Failure, rule: str) -> Verdict:
+    return Verdict(
+        "Failed",
+        "RecoveryPolicy",
+        f"{failure.describe(state.name)}; rule {rule} fails the job",
+        (state,),
+    )
 
 
 def assess(
@@ -150,6 +151,10 @@ def assess(
     recorded: dict[str, int],
     backoff_count: int,
     life: Lifecycle,
+    *,
+    recovery: RecoveryPolicy | None = None,
+    counted: dict[str, int] | None = None,
+    infra_count: int = 0,
 ) -> Assessment:
     """Each replica's state under its restart policy, and which finished pods to replace.
 
@@ -158,6 +163,13 @@ def assess(
     exhausts the backoff budget (`backoff_exceeded`); a succeeded one under `Always` just stops.
     A replica being replaced is `Restarting`, whether its pod failed or (`Always`) succeeded,
     so that no framework takes it for finished.
+
+    With a `recovery` policy, a failed replica is first matched against its rules
+    (`t9kjobs.planner.rules`): `FailJob` fails the job (`Assessment.fail`), `Ignore` and
+    `RestartReplica` with the infrastructure budget restart it charging `infra_count` only,
+    `RestartReplica` restarts it under the user's budget whatever its restartPolicy; no rule:
+    the restartPolicy, as without a policy. `counted`: the restarts charged to the user by
+    replica, as recorded (absent: all of its restarts).
     """
     performed = dict(recorded)
     for desired in pods:
@@ -166,12 +178,23 @@ def assess(
             # A pod of incarnation n proves n restarts, whatever the status says (a status
             # restored from a backup, say): never count fewer than were performed.
             performed[desired.name] = max(performed.get(desired.name, 0), _incarnation(pod))
-    backoff_count = max(backoff_count, sum(performed.get(p.name, 0) for p in pods))
-    backoff_before = backoff_count
+    charged = counted_floor(recorded, counted or {}, performed)
+    budgets = Budgets(
+        backoff_count=max(backoff_count, sum(charged.get(p.name, 0) for p in pods)),
+        backoff_limit=life.backoff_limit,
+        infra_count=infra_count,
+        infra_limit=recovery.infrastructure_restart_limit if recovery is not None else 0,
+        counted=dict(charged),
+    )
+    backoff_before = budgets.backoff_count
     states: list[ReplicaState] = []
     restart: list[tuple[DesiredPod, Obj]] = []
     counts = dict(performed)
     exceeded: ReplicaState | None = None
+    fail: Verdict | None = None
+    why: dict[str, str] = {}
+    spent: dict[str, str] = {}
+    overridden: set[str] = set()
     for desired in pods:
         pod = observed.get(desired.name)
         state = pod_state(pod)
@@ -185,16 +208,52 @@ def assess(
             or (state == "Failed" and rule.policy == "OnFailure")
             or (state == "Failed" and rule.policy == "ExitCode" and code in RETRYABLE_EXIT_CODES)
         )
+        decision: Decision | None = None
+        failure: Failure | None = None
+        stale = pod is not None and finished and _incarnation(pod) < done
+        if recovery is not None and pod is not None and state == "Failed" and not stale:
+            failure = classify(pod, desired.training_container)
+            decision = decide(
+                recovery, failure, desired.replica_type, pod, infra_left=budgets.infra_left
+            )
+            if decision.spent is not None:
+                spent[desired.name] = decision.spent
+            if not decision.ruled:
+                decision = None
         final = False
-        if pod is not None and finished and _incarnation(pod) < done:
+        if stale:
             # Counted by an earlier reconcile that did not get to delete the pod.
-            restart.append((desired, pod))
+            restart.append((desired, pod))  # type: ignore[arg-type]
+            if _ends_for_good(desired, state):
+                overridden.add(desired.name)  # restarted by a rule: keep it Deleted
             state = "Restarting"
-        elif not wants_restart:
-            final = finished
-        elif done >= _own_limit(rule, life.backoff_limit):
+        elif decision is not None and failure is not None and decision.action == "FailJob":
             final = True
-        elif life.backoff_limit is not None and backoff_count >= life.backoff_limit:
+            if fail is None:
+                failed = ReplicaState(
+                    desired.replica_type,
+                    desired.index,
+                    desired.name,
+                    state,
+                    code,
+                    True,
+                    done,
+                    container,
+                )
+                fail = _fail_verdict(failed, failure, decision.rule)
+        elif decision is not None and decision.budget == "Infrastructure":
+            restart.append((desired, pod))  # type: ignore[arg-type]
+            counts[desired.name] = done + 1
+            budgets.charge_infrastructure()
+            why[desired.name] = f"rule {decision.rule}, infrastructure budget"
+            if _ends_for_good(desired, "Failed"):
+                overridden.add(desired.name)
+            state = "Restarting"
+        elif not (wants_restart or decision is not None):
+            final = finished
+        elif budgets.counted.get(desired.name, 0) >= _own_limit(rule, life.backoff_limit):
+            final = True
+        elif budgets.backoff_spent:
             final = True
             if state == "Failed" and exceeded is None:
                 exceeded = ReplicaState(
@@ -210,7 +269,11 @@ def assess(
         elif pod is not None:
             restart.append((desired, pod))
             counts[desired.name] = done + 1
-            backoff_count += 1
+            budgets.charge_user(desired.name)
+            if decision is not None:
+                why[desired.name] = f"rule {decision.rule}"
+                if _ends_for_good(desired, "Failed"):
+                    overridden.add(desired.name)
             state = "Restarting"
         states.append(
             ReplicaState(
@@ -224,4 +287,20 @@ def assess(
                 container,
             )
         )
-    return Assessment(states, restart, performed, counts, backoff_before, backoff_count, exceeded)
+    return Assessment(
+        states,
+        restart,
+        performed,
+        counts,
+        backoff_before,
+        budgets.backoff_count,
+        exceeded,
+        counted_performed=charged,
+        counted=budgets.counted,
+        infra_performed=infra_count,
+        infra_count=budgets.infra_count,
+        fail=fail,
+        why=why,
+        overridden=overridden,
+        spent=spent,
+    )

@@ -20,8 +20,9 @@ from t9kjobs.objects import (
     spec_hash,
 )
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
-from t9kjobs.planner.replicas import exit_code_of, pod_state
+from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
 from t9kjobs.planner.stopping import deletion
@@ -80,7 +81,20 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 "Restarting",
                 f"{desired.name} {pod_state(pod).lower()}"
                 + (f" with exit code {code}" if code is not None else "")
-                + f"; restart {found.restarts_recorded.get(desired.name, 0)}",
+                + f"; restart {found.restarts_recorded.get(desired.name, 0)}"
+                + (f" ({found.why[desired.name]})" if desired.name in found.why else ""),
+            )
+        )
+    # Said with the restart it leads to (once: a restart is decided once); a failure it leaves
+    # as it ended is said by the ReplicaFailure condition and the verdict.
+    for name, rule in [(n, r) for n, r in found.spent.items() if n in restarting]:
+        events.append(
+            Event(
+                "Warning",
+                "InfrastructureBudgetSpent",
+                f"{name}: rule {rule} matched its failure, but the infrastructure budget is spent"
+                f" ({found.infra_count} restarts, spec.recoveryPolicy.infrastructureRestartLimit):"
+                " the next rule or its restartPolicy decides, charged to the user",
             )
         )
     desired_names = {p.name for p in pods}
@@ -134,7 +148,11 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         requeue = min(requeue or CONFLICT_RETRY_SECONDS, CONFLICT_RETRY_SECONDS)
 
     status.backoff_count = found.backoff_count
-    write_replicas(status, pods, pods_by_name, found.restarts_recorded, set())
+    if found.infra_count or status.infrastructure_restart_count is not None:
+        status.infrastructure_restart_count = found.infra_count
+    write_replicas(
+        status, pods, pods_by_name, found.restarts_recorded, found.overridden, found.counted
+    )
     phase_and_conditions(s, status, absent)
     if conflict is not None:
         set_condition(status, "Initialized", False, "NameConflict", conflict, s.ts)

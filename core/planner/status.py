@@ -65,9 +65,12 @@ def write_replicas(
     pods_by_name: Mapping[str, Obj],
     counts: dict[str, int],
     deleted: set[str],
+    counted: Mapping[str, int] | None = None,
 ) -> None:
     """`status.tasks` and `status.aggregate` from the desired pods and the pods that exist:
-    `counts` are the restarts to record, `deleted` the replicas stopped by this reconcile."""
+    `counts` are the restarts to record, `deleted` the replicas stopped by this reconcile,
+    `counted` the restarts charged to the user (`countedRestarts`, written where they differ
+    from `counts`)."""
     recorded_by_type = {t.type: t.restart_count for t in status.tasks}
     recorded = {r.name: r.restart_count for t in status.tasks for r in t.replicas}
     tasks: dict[str, TaskStatus] = {}
@@ -88,6 +91,7 @@ def write_replicas(
                 phase=phase,
                 containers=containers(pod) if pod is not None else [],
                 restart_count=restarts,
+                counted_restarts=_counted(counted, desired.name, restarts),
             )
         )
     # A type's count never goes back: the restarts of replicas scaled away stay counted, and
@@ -100,6 +104,13 @@ def write_replicas(
             tasks[type_] = TaskStatus(type=type_, restart_count=before)
     status.tasks = list(tasks.values())
     status.aggregate = aggregate(status.tasks)
+
+
+def _counted(counted: Mapping[str, int] | None, name: str, restarts: int) -> int | None:
+    """A replica's `countedRestarts`: None (absent) when it is its restart count."""
+    if counted is None or name not in counted or counted[name] == restarts:
+        return None
+    return counted[name]
 
 
 def phase_and_conditions(s: Situation, status: JobStatus, absent: list[tuple[str, str]]) -> None:

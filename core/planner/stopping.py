@@ -115,7 +115,9 @@ def finish(s: Situation, status: JobStatus, verdict: Verdict) -> Changes:
         d.name for d in deletes if pod_state(pods_by_name.get(d.name)) not in _FINAL_POD_PHASES
     }
     status.backoff_count = found.backoff_performed
-    write_replicas(status, s.pods, pods_by_name, found.performed, stopped)
+    if found.infra_performed or status.infrastructure_restart_count is not None:
+        status.infrastructure_restart_count = found.infra_performed
+    write_replicas(status, s.pods, pods_by_name, found.performed, stopped, found.counted_performed)
     replica_failure(status, found.states, ts)
     placement(status, s.aux, s.observed, list(pods_by_name.values()), ts)
     # A success is in the Completed condition, its reason and message: a routine Event. A

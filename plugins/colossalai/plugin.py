@@ -27,7 +27,7 @@ from t9kjobs.plugins.colossalai.pods import (
 )
 from t9kjobs.plugins.colossalai.spec import LAUNCHER, WORKER, ColossalAIJobSpec
 from t9kjobs.ssh import ssh_secret
-from t9kjobs.validation import run_mode_problems, ssh_user_problems
+from t9kjobs.validation import recovery_problems, run_mode_problems, ssh_user_problems
 
 __all__ = [
     "KIND",
@@ -133,6 +133,7 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
         problems += _template_problems(spec, i, rs.type, reserved)
     problems += _working_dir_problem(spec)
     problems += run_mode_problems(spec.run_mode, (LAUNCHER, WORKER))
+    problems += recovery_problems(spec.recovery_policy, (LAUNCHER, WORKER))
     for i, rs in enumerate(spec.replica_specs):
         template = launcher_template(spec) if rs.type == LAUNCHER else rs.template
         where = f"spec.replicaSpecs[{i}].template"

@@ -23,7 +23,7 @@ from t9kjobs.plugins.deepspeed.launch import (
 )
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
 from t9kjobs.ssh import SSH_VOLUME
-from t9kjobs.validation import run_mode_problems, ssh_user_problems
+from t9kjobs.validation import recovery_problems, run_mode_problems, ssh_user_problems
 
 __all__ = [
     "DEEPSPEED_OPTIONS",
@@ -275,5 +275,6 @@ def deepspeed_problems(spec: DeepSpeedJobSpec) -> list[Problem]:
         problems += _custom_command_warnings(spec)
     problems += _elastic_problems(spec)
     problems += run_mode_problems(spec.run_mode, {REPLICA_TYPE})
+    problems += recovery_problems(spec.recovery_policy, {REPLICA_TYPE})
     problems += ssh_user_problems(spec.worker.template, "spec.worker.template", spec.ssh.port)
     return problems

@@ -19,7 +19,7 @@ from t9kjobs.objects import (
 )
 from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec, ServicePort
 from t9kjobs.plugins.generic.substitution import Variables, substitute, unresolved
-from t9kjobs.validation import run_mode_problems
+from t9kjobs.validation import recovery_problems, run_mode_problems
 
 KIND = "GenericJob"
 
@@ -154,6 +154,7 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
     if spec.service is not None:
         problems += _port_problems(spec.service.ports)
     problems += run_mode_problems(spec.run_mode, sizes)
+    problems += recovery_problems(spec.recovery_policy, sizes)
     return problems
 
 

@@ -33,7 +33,7 @@ from t9kjobs.plugins.pytorch.topology import (
 )
 from t9kjobs.plugins.pytorch.torchrun import GENERATED_OPTIONS, option_name, torchrun_command
 from t9kjobs.tensorboard import tensorboard_objects, tensorboard_status
-from t9kjobs.validation import run_mode_problems
+from t9kjobs.validation import recovery_problems, run_mode_problems
 
 __all__ = [
     "KIND",
@@ -147,6 +147,7 @@ def t9kjobs_validate(job: Job) -> list[Problem]:
             )
         )
     problems += run_mode_problems(spec.run_mode, [rs.type for rs in spec.replica_specs])
+    problems += recovery_problems(spec.recovery_policy, [rs.type for rs in spec.replica_specs])
     return problems
 
 

@@ -1,0 +1,253 @@
+"""How the engine recovers from a replica's failure (`spec.recoveryPolicy`, every kind).
+
+A field of the base `JobSpec`, so every kind (third-party ones too) and its CRD have it; the
+planner reads it through `recovery_of(spec)`. Absent, the engine behaves as before it existed:
+the replica's `restartPolicy` decides, every restart charged to `backoffLimit`/`limit`.
+
+Ordered rules, first match decides (JobSet's `failurePolicy` and batch/v1's `podFailurePolicy`
+are the models): a rule matches a failed replica when every matcher it has matches (OR inside
+each list) and, with `replicaTypes`, the replica's type is listed. Its action restarts the
+replica (`RestartReplica`), fails the job (`FailJob`) or restarts it without charging the
+user's budget (`Ignore`, charged to `infrastructureRestartLimit` instead, so that no loop is
+endless). Restarting the whole job (`RestartJob`) and the reasons only later steps of #48 can
+see (`Stalled`, `PreemptedByKueue`, `GangIncomplete`) are not accepted until they are built:
+accepting what the engine does not do would be a silent lie.
+
+Cross-field rules are declared twice, as elsewhere (`t9kjobs.models`): CEL for admission and a
+pydantic validator for `t9kjobs validate`, at the same field paths. Every list has `maxItems`
+and every string `maxLength` so the CEL cost estimate passes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
+
+from t9kjobs.models._base import ApiModel
+from t9kjobs.models.bounds import INT32_MAX
+
+__all__ = [
+    "DEFAULT_INFRASTRUCTURE_RESTART_LIMIT",
+    "MAX_RECOVERY_RULES",
+    "RECOVERY_REASONS",
+    "ExitCodeMatch",
+    "PodConditionMatch",
+    "RecoveryAction",
+    "RecoveryPolicy",
+    "RecoveryReason",
+    "RecoveryRule",
+    "recovery_of",
+]
+
+MAX_RECOVERY_RULES = 16
+MAX_EXIT_CODES = 255
+DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
+
+RecoveryAction = Literal["RestartReplica", "FailJob", "Ignore"]
+# What the engine calls a failure (`t9kjobs.planner.failures.classify`).
+RecoveryReason = Literal["NodeLost", "Preempted", "Evicted", "OOMKilled", "Error"]
+RECOVERY_REASONS: tuple[str, ...] = RecoveryReason.__args__  # type: ignore[attr-defined]
+# Reasons that come with an exit code: the only ones `onExitCodes` may be combined with.
+_EXIT_REASONS = ("OOMKilled", "Error")
+Budget = Literal["User", "Infrastructure"]
+_Reason = Annotated[str, Field(max_length=128)]
+_ReplicaType = Annotated[str, Field(max_length=63)]
+
+_EXIT_CODE_RULES: list[JsonValue] = [
+    {
+        "rule": "self.values.all(x, self.values.exists_one(y, y == x))",
+        "message": "values must be unique",
+    },
+    {
+        "rule": "self.operator != 'In' || !self.values.exists(v, v == 0)",
+        "message": "values may not hold 0 with operator In: a replica that exited 0 did not fail",
+    },
+]
+
+_RULE_RULES: list[JsonValue] = [
+    {
+        "rule": "has(self.onExitCodes) || has(self.onPodConditions) || has(self.onReasons)",
+        "message": "a rule needs onExitCodes, onPodConditions or onReasons",
+    },
+    {
+        "rule": "!has(self.budget) || self.action == 'RestartReplica'",
+        "message": "budget is for action RestartReplica only (Ignore charges the infrastructure"
+        " budget, FailJob none)",
+    },
+    {
+        "rule": "!has(self.onExitCodes) || !has(self.onReasons)"
+        " || self.onReasons.all(r, r in ['OOMKilled', 'Error'])",
+        "message": "onExitCodes combines only with the reasons OOMKilled and Error (the others"
+        " come without an exit code)",
+    },
+]
+
+_RULES_LIST_RULES: list[JsonValue] = [
+    {
+        "rule": "self.all(r, !has(r.name) || self.exists_one(s, has(s.name) && s.name == r.name))",
+        "message": "rule names must be unique",
+    },
+]
+
+
+class ExitCodeMatch(ApiModel):
+    """Exit codes of one container, as batch/v1's `onExitCodes`."""
+
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _EXIT_CODE_RULES}
+    )
+
+    container_name: str | None = Field(
+        default=None,
+        max_length=63,
+        description="The container whose exit code is read; default: the training container.",
+    )
+    operator: Literal["In", "NotIn"] = Field(
+        description="In: the code is one of values; NotIn: it is none of them."
+    )
+    values: list[Annotated[int, Field(ge=0, le=255)]] = Field(
+        min_length=1,
+        max_length=MAX_EXIT_CODES,
+        description="Exit codes, 0 to 255, each once; 0 not with In.",
+    )
+
+    @model_validator(mode="after")
+    def _values(self) -> ExitCodeMatch:
+        dupes = sorted({v for v in self.values if self.values.count(v) > 1})
+        if dupes:
+            raise ValueError(f"values must be unique; repeated: {', '.join(map(str, dupes))}")
+        if self.operator == "In" and 0 in self.values:
+            raise ValueError(
+                "values may not hold 0 with operator In: a replica that exited 0 did not fail"
+            )
+        return self
+
+
+class PodConditionMatch(ApiModel):
+    """A condition of the failed pod: `DisruptionTarget`, the one the engine keeps."""
+
+    type: Literal["DisruptionTarget"] = Field(
+        description="The condition type; DisruptionTarget (the pod was disrupted: evicted,"
+        " preempted, deleted by the taint manager or the pod garbage collector)."
+    )
+    status: Literal["True", "False", "Unknown"] = Field(
+        default="True", description="The condition's status. Defaults to True."
+    )
+    reasons: list[_Reason] | None = Field(
+        default=None,
+        max_length=16,
+        description="The condition's reasons that match (any one); default: any reason.",
+    )
+
+
+class RecoveryRule(ApiModel):
+    """One rule: what failure it matches and what the engine does about it."""
+
+    model_config = ApiModel.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _RULE_RULES}
+    )
+
+    name: str | None = Field(
+        default=None,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="A name for the rule, said in the status and Events; unique in the list.",
+    )
+    action: RecoveryAction = Field(
+        description="RestartReplica (restart the failed replica), FailJob (the job fails, reason"
+        " RecoveryPolicy) or Ignore (restart it, charged to the infrastructure budget only)."
+    )
+    budget: Budget | None = Field(
+        default=None,
+        description="The budget a RestartReplica charges: User (backoffLimit and the replica's"
+        " limit; the default) or Infrastructure (infrastructureRestartLimit).",
+    )
+    on_exit_codes: ExitCodeMatch | None = Field(
+        default=None, description="Matches the exit code of a container of the failed pod."
+    )
+    on_pod_conditions: list[PodConditionMatch] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4,
+        description="Matches a condition of the failed pod (any one).",
+    )
+    on_reasons: list[RecoveryReason] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=len(RECOVERY_REASONS),
+        description="Matches the failure's reason (any one): NodeLost, Preempted, Evicted,"
+        " OOMKilled or Error (any other non-zero exit).",
+    )
+    replica_types: list[_ReplicaType] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=32,
+        description="Only failures of these replica types match; default: every type.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecoveryRule:
+        if self.on_exit_codes is None and self.on_pod_conditions is None and not self.on_reasons:
+            raise ValueError("a rule needs onExitCodes, onPodConditions or onReasons")
+        if self.budget is not None and self.action != "RestartReplica":
+            raise ValueError(
+                "budget is for action RestartReplica only (Ignore charges the infrastructure"
+                " budget, FailJob none)"
+            )
+        if (
+            self.on_exit_codes is not None
+            and self.on_reasons is not None
+            and any(r not in _EXIT_REASONS for r in self.on_reasons)
+        ):
+            raise ValueError(
+                "onExitCodes combines only with the reasons OOMKilled and Error (the others"
+                " come without an exit code)"
+            )
+        return self
+
+    @property
+    def charges(self) -> str | None:
+        """The budget a match charges: User, Infrastructure, or None (FailJob)."""
+        if self.action == "FailJob":
+            return None
+        if self.action == "Ignore":
+            return "Infrastructure"
+        return self.budget or "User"
+
+
+class RecoveryPolicy(ApiModel):
+    """How the engine recovers from a replica's failure: ordered rules, and the budget of
+    restarts that are not the user's fault."""
+
+    infrastructure_restart_limit: int = Field(
+        default=DEFAULT_INFRASTRUCTURE_RESTART_LIMIT,
+        ge=0,
+        le=INT32_MAX,
+        description="Restarts charged to the infrastructure (Ignore, and RestartReplica with"
+        " budget Infrastructure), all replicas, before such failures are charged to the user"
+        " (backoffLimit) as today. Defaults to 20.",
+    )
+    rules: list[RecoveryRule] = Field(
+        default_factory=list,
+        max_length=MAX_RECOVERY_RULES,
+        json_schema_extra={"x-kubernetes-validations": _RULES_LIST_RULES},
+        description="Ordered rules; the first that matches a failed replica decides. None"
+        " matching: the built-in rule (Evicted, Preempted, NodeLost: Ignore), then the"
+        " replica's restartPolicy.",
+    )
+
+    @field_validator("rules")
+    @classmethod
+    def _unique_names(cls, rules: list[RecoveryRule]) -> list[RecoveryRule]:
+        names = [r.name for r in rules if r.name is not None]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"rule names must be unique; repeated: {', '.join(dupes)}")
+        return rules
+
+
+def recovery_of(spec: object) -> RecoveryPolicy | None:
+    """The job's recovery policy, None when it has none (today's behaviour)."""
+    policy = getattr(spec, "recovery_policy", None)
+    return policy if isinstance(policy, RecoveryPolicy) else None
