@@ -27,6 +27,12 @@ from t9kjobs.planner.rules import Decision, decide
 __all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
 
 
+# Marks a pod `remembered` made from the status (no API object has this key): a replica that
+# ended for good was judged by the recovery rules when it ended, and is never judged again
+# from what the status kept of it (not its conditions).
+REMEMBERED = "t9kjobsRemembered"
+
+
 def pod_state(pod: Obj | None) -> str:
     if pod is None:
         return "Creating"
@@ -87,6 +93,7 @@ def remembered(
         out[desired.name] = {
             "apiVersion": "v1",
             "kind": "Pod",
+            REMEMBERED: True,
             "metadata": {
                 "name": desired.name,
                 "uid": replica.uid,
@@ -211,7 +218,13 @@ def assess(
         decision: Decision | None = None
         failure: Failure | None = None
         stale = pod is not None and finished and _incarnation(pod) < done
-        if recovery is not None and pod is not None and state == "Failed" and not stale:
+        if (
+            recovery is not None
+            and pod is not None
+            and state == "Failed"
+            and not stale
+            and not pod.get(REMEMBERED)  # judged when it ended: never judged again
+        ):
             failure = classify(pod, desired.training_container)
             decision = decide(
                 recovery, failure, desired.replica_type, pod, infra_left=budgets.infra_left

@@ -83,13 +83,13 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
     ignored = job(
         "GenericJob",
         "rec-ignore",
-        replica("worker", 1, "Never", exit_code=0, seconds=15),
+        replica("worker", 1, "Never", exit_code=0, seconds=30),
         recoveryPolicy={"rules": [IGNORE_3]},
     )
     disrupted = job(
         "GenericJob",
         "rec-disrupt",
-        replica("worker", 1, "Never", exit_code=0, seconds=15),
+        replica("worker", 1, "Never", exit_code=0, seconds=30),
         recoveryPolicy={"rules": [IGNORE_DISRUPTION]},
     )
     for doc in (failing, ignored, disrupted):
@@ -106,6 +106,7 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
     pods = until(both_running, "both workers running")
     first_ignore = pods["rec-ignore-worker-0"]["metadata"]["uid"]
     first_disrupt = pods["rec-disrupt-worker-0"]["metadata"]["uid"]
+    # Their template's exit 0 comes 30 s after they run: both fail long before.
     kube.fail("rec-ignore-worker-0", 3)
     _disrupt(kube, "rec-disrupt-worker-0")
 
@@ -137,3 +138,28 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
     assert third["metadata"]["annotations"][INCARNATION] == "1"
     status = kube.wait_phase(disrupted, "Succeeded")
     assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1
+
+
+def test_a_spent_infrastructure_budget_falls_through_to_the_restart_policy(kube: Kube) -> None:
+    """infrastructureRestartLimit 1: the first exit 3 is ignored (charged to the
+    infrastructure), the second falls through to `{OnFailure, limit: 1}` (charged to the
+    user, with a Warning Event), the third finds the limit reached: the job Fails."""
+    doc = job(
+        "GenericJob",
+        "rec-spent",
+        replica("worker", 1, {"policy": "OnFailure", "limit": 1}, exit_code=3, seconds=1),
+        recoveryPolicy={"infrastructureRestartLimit": 1, "rules": [IGNORE_3]},
+    )
+    kube.create(doc)
+    status = kube.wait_phase(doc, "Failed")
+    assert condition(status, "Failed")["reason"] == "ReplicaFailed"
+    assert status["infrastructureRestartCount"] == 1 and status["backoffCount"] == 1
+    worker = replicas(status)["rec-spent-worker-0"]
+    assert worker["restartCount"] == 2 and worker["countedRestarts"] == 1
+    spent = [e["message"] for e in kube.events(doc) if e["reason"] == "InfrastructureBudgetSpent"]
+    assert spent == [
+        "rec-spent-worker-0: rule spec.recoveryPolicy.rules[0] matched its failure, but the"
+        " infrastructure budget is spent (1 restarts,"
+        " spec.recoveryPolicy.infrastructureRestartLimit): the next rule or its restartPolicy"
+        " decides, charged to the user"
+    ]

@@ -60,6 +60,24 @@ _RUN_MODE_GENERATED = {
 }
 _SCHEDULER = {"t9kScheduler": {"queue": "default", "priority": 10}}
 _RUN_POLICY = {"activeDeadlineSeconds": 3600, "backoffLimit": 3, "cleanUpPolicy": "All"}
+# The engine's recovery rules, on every kind (docs/lifecycle.md, "Recovery rules").
+_RECOVERY = {
+    "infrastructureRestartLimit": 5,
+    "rules": [
+        {
+            "name": "bad-input",
+            "onExitCodes": {"containerName": "main", "operator": "In", "values": [42, 43]},
+            "action": "FailJob",
+        },
+        {
+            "onPodConditions": [{"type": "DisruptionTarget", "reasons": ["EvictionByEvictionAPI"]}],
+            "replicaTypes": ["worker"],
+            "action": "RestartReplica",
+            "budget": "Infrastructure",
+        },
+        {"onReasons": ["Evicted", "Preempted"], "action": "Ignore"},
+    ],
+}
 
 
 def _job(kind: str, spec: Json) -> Json:
@@ -176,6 +194,8 @@ BASES: dict[str, Json] = {
         },
     ),
 }
+for _base in BASES.values():
+    _base["spec"]["recoveryPolicy"] = copy.deepcopy(_RECOVERY)
 # A None container field in a base means "leave it out".
 for _base in BASES.values():
     for _spec in [*(_base["spec"].get("replicaSpecs") or []), _base["spec"].get("worker") or {}]:

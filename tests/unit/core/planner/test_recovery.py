@@ -247,3 +247,172 @@ def test_without_a_policy_a_disruption_is_charged_to_the_user_as_today() -> None
     p = sim.step()
     assert p.status.backoff_count == 1 and p.status.infrastructure_restart_count is None
     assert "infrastructureRestartCount" not in sim.status
+
+
+def test_a_replica_remembered_from_the_status_is_not_judged_again() -> None:
+    """A Never replica that ended for good (evicted, the infrastructure budget spent) and whose
+    pod is gone since is planned from the status, which keeps no condition: an Error rule
+    must not restart it now."""
+    from t9kjobs.loading import parse_job
+    from t9kjobs.models import ContainerStatus, ReplicaStatus, recovery_of
+    from t9kjobs.planner.desired import desired_pods
+    from t9kjobs.planner.replicas import REMEMBERED, assess, remembered
+
+    manifest = _job([{"onReasons": ["Error"], "action": "RestartReplica"}], limit=0)
+    manifest["spec"]["replicaSpecs"][0]["restartPolicy"] = "Never"
+    sim = Sim(manifest)
+    job = parse_job(manifest, sim.manager)
+    life = job.spec.lifecycle()
+    pods = desired_pods(job, sim.manager.hooks_for(job.kind), life, False, frozenset())
+    ended = ReplicaStatus(
+        name=W0,
+        uid="u0",
+        phase="Failed",
+        containers=[ContainerStatus(name="main", state="terminated", exit_code=137)],
+    )
+    kept = remembered(pods, {}, [ended])
+    assert kept[W0][REMEMBERED] is True
+    found = assess(pods, kept, {W0: 0}, 0, life, recovery=recovery_of(job.spec))
+    assert found.restart == [] and found.states[0].final
+
+
+def test_generic_job_budget_spent_as_the_e2e_tier_runs_it() -> None:
+    """tests/e2e/test_recovery.py's rec-spent job, on the GenericJob plugin."""
+    from t9kjobs.manager import load_plugins
+
+    manifest = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": "rec-spent", "namespace": "ns", "uid": "u"},
+        "spec": {
+            "recoveryPolicy": {
+                "infrastructureRestartLimit": 1,
+                "rules": [{"onExitCodes": {"operator": "In", "values": [3]}, "action": "Ignore"}],
+            },
+            "replicaSpecs": [
+                {
+                    "type": "worker",
+                    "restartPolicy": {"policy": "OnFailure", "limit": 1},
+                    "template": {"spec": {"containers": [{"name": "python", "image": "b"}]}},
+                }
+            ],
+        },
+    }
+    sim = Sim(manifest, load_plugins())
+    sim.step()
+    events = []
+    for _ in range(3):
+        sim.set("rec-spent-worker-0", "Failed", 3)
+        events += sim.step().events
+        events += sim.step().events
+    status = sim.status
+    assert status["phase"] == "Failed"
+    assert status["infrastructureRestartCount"] == 1 and status["backoffCount"] == 1
+    worker = status["tasks"][0]["replicas"][0]
+    assert worker["restartCount"] == 2 and worker["countedRestarts"] == 1
+    spent = [e.message for e in events if e.reason == "InfrastructureBudgetSpent"]
+    assert spent == [
+        "rec-spent-worker-0: rule spec.recoveryPolicy.rules[0] matched its failure, but the"
+        " infrastructure budget is spent (1 restarts,"
+        " spec.recoveryPolicy.infrastructureRestartLimit): the next rule or its restartPolicy"
+        " decides, charged to the user"
+    ]
+
+
+def test_generic_job_ignore_under_never_succeeds_as_the_e2e_tier_runs_it() -> None:
+    """tests/e2e/test_recovery.py's rec-ignore and rec-disrupt jobs, on the GenericJob plugin."""
+    from t9kjobs.manager import load_plugins
+
+    for rule, how in (
+        ({"onExitCodes": {"operator": "In", "values": [3]}, "action": "Ignore"}, "exit"),
+        ({"onPodConditions": [{"type": "DisruptionTarget"}], "action": "Ignore"}, "disrupt"),
+    ):
+        manifest = {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "GenericJob",
+            "metadata": {"name": "rec", "namespace": "ns", "uid": "u"},
+            "spec": {
+                "recoveryPolicy": {"rules": [rule]},
+                "replicaSpecs": [
+                    {
+                        "type": "worker",
+                        "restartPolicy": "Never",
+                        "template": {"spec": {"containers": [{"name": "python", "image": "b"}]}},
+                    }
+                ],
+            },
+        }
+        sim = Sim(manifest, load_plugins())
+        sim.step()
+        sim.set("rec-worker-0", "Running")
+        sim.step()
+        if how == "exit":
+            sim.set("rec-worker-0", "Failed", 3)
+        else:  # as the e2e test patches it: Failed, containers still running, the condition
+            pod = sim.pod("rec-worker-0")
+            pod["status"]["phase"] = "Failed"
+            pod["status"]["conditions"] = [
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+            ]
+        p = sim.step()
+        restarting = [e.message for e in p.events if e.reason == "Restarting"]
+        assert restarting == [
+            "rec-worker-0 failed"
+            + (" with exit code 3" if how == "exit" else "")
+            + "; restart 1 (rule spec.recoveryPolicy.rules[0], infrastructure budget)"
+        ]
+        sim.step()
+        assert sim.pod("rec-worker-0")["metadata"]["annotations"][ANNOTATION_INCARNATION] == "1"
+        sim.set("rec-worker-0", "Succeeded")
+        p = sim.step()
+        assert p.status.phase == "Succeeded"
+        assert p.status.backoff_count == 0 and p.status.infrastructure_restart_count == 1
+        worker = sim.status["tasks"][0]["replicas"][0]
+        assert worker["restartCount"] == 1 and worker["countedRestarts"] == 0
+
+
+def test_pytorch_fail_job_as_the_e2e_tier_runs_it() -> None:
+    """tests/e2e/test_recovery.py's rec-fail job, on the PyTorchTrainingJob plugin."""
+    from t9kjobs.manager import load_plugins
+
+    manifest = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
+        "metadata": {"name": "rec-fail", "namespace": "ns", "uid": "u"},
+        "spec": {
+            "recoveryPolicy": {
+                "rules": [
+                    {
+                        "name": "bad-input",
+                        "onExitCodes": {"operator": "In", "values": [42]},
+                        "action": "FailJob",
+                    }
+                ]
+            },
+            "replicaSpecs": [
+                {
+                    "type": "worker",
+                    "replicas": 1,
+                    "restartPolicy": "OnFailure",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "python", "image": "b", "command": ["python", "t.py"]}
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    sim = Sim(manifest, load_plugins())
+    sim.step()
+    sim.set("rec-fail-worker-0", "Failed", 42)
+    p = sim.step()
+    failed = p.status.condition("Failed")
+    assert failed is not None and failed.reason == "RecoveryPolicy"
+    assert failed.message == (
+        "rec-fail-worker-0 failed with exit code 42 (container python); rule bad-input"
+        " (spec.recoveryPolicy.rules[0]) fails the job"
+    )
+    assert p.status.backoff_count == 0 and not p.delete
