@@ -20,7 +20,7 @@ and every string `maxLength` so the CEL cost estimate passes.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -47,7 +47,7 @@ DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
 RecoveryAction = Literal["RestartReplica", "FailJob", "Ignore"]
 # What the engine calls a failure (`t9kjobs.planner.failures.classify`).
 RecoveryReason = Literal["NodeLost", "Preempted", "Evicted", "OOMKilled", "Error"]
-RECOVERY_REASONS: tuple[str, ...] = RecoveryReason.__args__  # type: ignore[attr-defined]
+RECOVERY_REASONS: tuple[str, ...] = get_args(RecoveryReason)
 # Reasons that come with an exit code: the only ones `onExitCodes` may be combined with.
 _EXIT_REASONS = ("OOMKilled", "Error")
 Budget = Literal["User", "Infrastructure"]

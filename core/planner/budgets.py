@@ -37,8 +37,8 @@ class Budgets:
 
     backoff_count: int  # restarts charged to backoffLimit, all replicas
     backoff_limit: int | None  # None: the kind has no shared budget
-    infra_count: int = 0
-    infra_limit: int = 0
+    infra_count: int
+    infra_limit: int
     counted: dict[str, int] = field(default_factory=dict)  # replica -> charged to the user
 
     @property

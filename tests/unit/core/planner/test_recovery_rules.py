@@ -134,3 +134,91 @@ DECIDE = [
 def test_decide(policy: RecoveryPolicy, pod: Obj, left: bool, want: tuple[Any, ...]) -> None:
     d = decide(policy, classify(pod, "main"), "worker", pod, infra_left=left)
     assert (d.action, d.budget, d.rule, d.spent) == want
+
+
+MORE_CLASSIFY = [
+    (_pod(137, disruption="PreemptionByKubeScheduler"), "Preempted"),
+    (_pod(None, pod_reason="Shutdown"), "Evicted"),
+    (_pod(None, pod_reason="Terminated"), "Evicted"),
+]
+
+
+@pytest.mark.parametrize(("pod", "reason"), MORE_CLASSIFY)
+def test_classify_more_spellings(pod: Obj, reason: str) -> None:
+    assert classify(pod, "main").reason == reason
+
+
+def test_oom_killed_is_read_from_the_last_state_too() -> None:
+    pod = _pod(None)
+    pod["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled"}
+    }
+    assert classify(pod, "main").reason == "OOMKilled"
+
+
+DESCRIBE = [
+    (_pod(137, "OOMKilled"), "main", "p failed with exit code 137 (container main), OOMKilled"),
+    (_pod(3), "main", "p failed with exit code 3 (container main)"),
+    (_pod(None, pod_reason="Evicted"), "main", "p failed: Evicted (status.reason Evicted)"),
+    (_pod(None), "main", "p failed: Error"),
+    (_pod(143, disruption="EvictionByEvictionAPI"), "main",
+     "p failed: Evicted (DisruptionTarget EvictionByEvictionAPI)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "container", "says"), DESCRIBE)
+def test_describe(pod: Obj, container: str, says: str) -> None:
+    assert classify(pod, container).describe("p") == says
+
+
+def test_describe_without_a_container_name() -> None:
+    failure = classify(_pod(3), "main")
+    failure = type(failure)("Error", 3, None, None, None)
+    assert failure.describe("p") == "p failed with exit code 3"
+
+
+def test_decisions_and_failures_are_values() -> None:
+    import dataclasses
+
+    failure = classify(_pod(3), "main")
+    decision = decide(_policy(IGNORE_3), failure, "worker", _pod(3), infra_left=True)
+    for value in (failure, decision):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            value.reason = "x"  # type: ignore[misc]
+
+
+def test_labels_as_the_status_says_them() -> None:
+    evicted = _pod(137, disruption="EvictionByEvictionAPI")
+    built_in = decide(_policy(), classify(evicted, "main"), "worker", evicted, infra_left=True)
+    assert built_in.rule == "builtin:infrastructure"
+    none = decide(_policy(), classify(_pod(1), "main"), "worker", _pod(1), infra_left=True)
+    assert (none.action, none.rule, none.ruled) == ("restartPolicy", "restartPolicy", False)
+
+
+def test_an_exit_code_rule_reads_another_containers_last_state() -> None:
+    rule = _rule(onExitCodes={**IN_3, "containerName": "side"})
+    pod = _pod(1)
+    pod["status"]["containerStatuses"].append(
+        {"name": "side", "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 3}}}
+    )
+    assert matches(rule, classify(pod, "main"), "worker", pod)
+
+
+def test_an_exit_code_rule_on_a_container_terminated_without_a_code_does_not_match() -> None:
+    rule = _rule(onExitCodes={"operator": "NotIn", "values": [3], "containerName": "side"})
+    pod = _pod(1)
+    pod["status"]["containerStatuses"].append(
+        {"name": "side", "state": {"terminated": {"reason": "Unknown"}}}
+    )
+    assert not matches(rule, classify(pod, "main"), "worker", pod)
+
+
+def test_budgets_charge_from_nothing() -> None:
+    from t9kjobs.planner.budgets import Budgets
+
+    budgets = Budgets(backoff_count=0, backoff_limit=None, infra_count=0, infra_limit=1)
+    budgets.charge_user("w")
+    assert budgets.counted == {"w": 1} and budgets.backoff_count == 1
+    assert not budgets.backoff_spent and budgets.infra_left
+    budgets.charge_infrastructure()
+    assert not budgets.infra_left
