@@ -369,7 +369,8 @@ class Client:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                uid = uid or uid_of(self.reader.job(ref))
+                found = self.reader.job(ref)  # JobNotFound once it is gone
+                uid = uid or uid_of(found)
                 left = "the job"
             except JobNotFound:
                 pods = self.reader.pods(ref, uid)
