@@ -109,6 +109,9 @@ class Store:
         self._owner = owner or self.owner_uid
         self._objects: dict[Key, Obj] = {}
         self._by_owner: dict[str, set[Key]] = {}
+        # Whose each indexed object is, as `owner` said when it was put: the index is undone
+        # from this, without asking `owner` (a hash, for the operator's marks) again.
+        self._owner_of: dict[Key, str] = {}
         # Oldest first: a tombstone is laid at the end and never moved, so expiring them is a
         # walk from the front that stops at the first young one (`_expire_tombstones`).
         self._tombstones: OrderedDict[Key, tuple[Obj, float]] = OrderedDict()
@@ -156,11 +159,12 @@ class Store:
                     return False
                 del self._tombstones[key]
             if current is not None:
-                self._unindex(key, current)
+                self._unindex(key)
             self._objects[key] = obj
             uid = self._owner(obj)
             if uid:
                 self._by_owner.setdefault(uid, set()).add(key)
+                self._owner_of[key] = uid
             return True
 
     def remove(self, namespace: str, name: str, last: Obj | None = None) -> Obj | None:
@@ -168,7 +172,7 @@ class Store:
         with self._lock:
             current = self._objects.pop((namespace, name), None)
             if current is not None:
-                self._unindex((namespace, name), current)
+                self._unindex((namespace, name))
             final = last or current
             now = self._clock()
             if final is not None:
@@ -190,8 +194,8 @@ class Store:
                 return
             del self._tombstones[key]
 
-    def _unindex(self, key: Key, obj: Obj) -> None:
-        uid = self._owner(obj)
+    def _unindex(self, key: Key) -> None:
+        uid = self._owner_of.pop(key, None)
         if uid and uid in self._by_owner:
             self._by_owner[uid].discard(key)
             if not self._by_owner[uid]:

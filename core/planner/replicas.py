@@ -41,6 +41,15 @@ def pod_state(pod: Obj | None) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
+def _ended(
+    desired: DesiredPod, state: str, code: int | None, done: int, container: str | None
+) -> ReplicaState:
+    """The replica as it ended for good: what a verdict about it names."""
+    return ReplicaState(
+        desired.replica_type, desired.index, desired.name, state, code, True, done, container
+    )
+
+
 def _incarnation(pod: Obj) -> int:
     value = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_INCARNATION, "0")
     try:
@@ -243,16 +252,7 @@ def assess(
         elif decision is not None and failure is not None and decision.action == "FailJob":
             final = True
             if fail is None:
-                failed = ReplicaState(
-                    desired.replica_type,
-                    desired.index,
-                    desired.name,
-                    state,
-                    code,
-                    True,
-                    done,
-                    container,
-                )
+                failed = _ended(desired, state, code, done, container)
                 fail = _fail_verdict(failed, failure, decision.rule)
         elif decision is not None and decision.budget == "Infrastructure":
             restart.append((desired, pod))  # type: ignore[arg-type]
@@ -269,16 +269,7 @@ def assess(
         elif budgets.backoff_spent:
             final = True
             if state == "Failed" and exceeded is None:
-                exceeded = ReplicaState(
-                    desired.replica_type,
-                    desired.index,
-                    desired.name,
-                    state,
-                    code,
-                    True,
-                    done,
-                    container,
-                )
+                exceeded = _ended(desired, state, code, done, container)
         elif pod is not None:
             restart.append((desired, pod))
             counts[desired.name] = done + 1
