@@ -9,9 +9,9 @@ are the models): a rule matches a failed replica when every matcher it has match
 each list) and, with `replicaTypes`, the replica's type is listed. Its action restarts the
 replica (`RestartReplica`), fails the job (`FailJob`) or restarts it without charging the
 user's budget (`Ignore`, charged to `infrastructureRestartLimit` instead, so that no loop is
-endless). Restarting the whole job (`RestartJob`) and the reasons only later steps of #48 can
-see (`Stalled`, `PreemptedByKueue`, `GangIncomplete`) are not accepted until they are built:
-accepting what the engine does not do would be a silent lie.
+endless). `PreemptedByKueue` is the whole job's Workload evicted: only a `FailJob` rule may
+name it (the job gives up instead of waiting in its queue again). What the engine does not do
+yet is not accepted: accepting it would be a silent lie.
 
 Cross-field rules are declared twice, as elsewhere (`t9kjobs.models`): CEL for admission and a
 pydantic validator for `t9kjobs validate`, at the same field paths. Every list has `maxItems`
@@ -46,7 +46,11 @@ DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
 
 RecoveryAction = Literal["RestartReplica", "FailJob", "Ignore"]
 # What the engine calls a failure (`t9kjobs.planner.failures.classify`).
-RecoveryReason = Literal["NodeLost", "Preempted", "Evicted", "OOMKilled", "Error"]
+# `PreemptedByKueue`: the job's Workload evicted (any Kueue reason); the whole job, never a
+# replica: only a FailJob rule of its own may name it (else the eviction is a requeue).
+RecoveryReason = Literal[
+    "NodeLost", "Preempted", "Evicted", "OOMKilled", "Error", "PreemptedByKueue"
+]
 RECOVERY_REASONS: tuple[str, ...] = get_args(RecoveryReason)
 # Reasons that come with an exit code: the only ones `onExitCodes` may be combined with.
 _EXIT_REASONS = ("OOMKilled", "Error")
@@ -65,6 +69,10 @@ _EXIT_CODE_RULES: list[JsonValue] = [
     },
 ]
 
+_KUEUE_RULE = (
+    "onReasons PreemptedByKueue goes with action FailJob only, and without replicaTypes,"
+    " onExitCodes or onPodConditions: Kueue evicts the whole job, which is otherwise requeued"
+)
 _RULE_RULES: list[JsonValue] = [
     {
         "rule": "has(self.onExitCodes) || has(self.onPodConditions) || has(self.onReasons)",
@@ -74,6 +82,12 @@ _RULE_RULES: list[JsonValue] = [
         "rule": "!has(self.budget) || self.action == 'RestartReplica'",
         "message": "budget is for action RestartReplica only (Ignore charges the infrastructure"
         " budget, FailJob none)",
+    },
+    {
+        "rule": "!has(self.onReasons) || !('PreemptedByKueue' in self.onReasons)"
+        " || (self.action == 'FailJob' && !has(self.replicaTypes) && !has(self.onExitCodes)"
+        " && !has(self.onPodConditions))",
+        "message": _KUEUE_RULE,
     },
     {
         "rule": "!has(self.onExitCodes) || !has(self.onReasons)"
@@ -177,7 +191,9 @@ class RecoveryRule(ApiModel):
         min_length=1,
         max_length=len(RECOVERY_REASONS),
         description="Matches the failure's reason (any one): NodeLost, Preempted, Evicted,"
-        " OOMKilled or Error (any other non-zero exit).",
+        " OOMKilled, Error (any other non-zero exit), or PreemptedByKueue (the job's Workload"
+        " evicted by Kueue; with FailJob only: the job fails instead of waiting in its queue"
+        " again).",
     )
     replica_types: list[_ReplicaType] | None = Field(
         default=None,
@@ -195,6 +211,13 @@ class RecoveryRule(ApiModel):
                 "budget is for action RestartReplica only (Ignore charges the infrastructure"
                 " budget, FailJob none)"
             )
+        if "PreemptedByKueue" in (self.on_reasons or ()) and (
+            self.action != "FailJob"
+            or self.replica_types is not None
+            or self.on_exit_codes is not None
+            or self.on_pod_conditions is not None
+        ):
+            raise ValueError(_KUEUE_RULE)
         if (
             self.on_exit_codes is not None
             and self.on_reasons is not None

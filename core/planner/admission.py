@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from t9kjobs.models import Job, JobStatus
+from t9kjobs.kinds import ReplicaState, Verdict
+from t9kjobs.models import Job, JobStatus, recovery_of
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.placement import placement_objects
 from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
+from t9kjobs.planner.rules import kueue_rule
 from t9kjobs.planner.running import subset
 from t9kjobs.planner.situation import Changes
 from t9kjobs.planner.stopping import deletion, shown_deleted
@@ -38,7 +40,7 @@ from t9kjobs.planner.workloads import (
 )
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["admission", "finished_workloads", "label_ignored"]
+__all__ = ["admission", "evicted_for_good", "finished_workloads", "label_ignored"]
 
 # A job whose Workload cannot be built yet (its priority class is missing) looks again this often.
 RETRY_SECONDS = 10.0
@@ -132,6 +134,23 @@ def admission(
         requeue=requeue,
         changes=Changes(create=tuple(creates), delete=tuple(deletes), patch_status=tuple(patches)),
     )
+
+
+def evicted_for_good(
+    job: Job, observed: Observed, states: Sequence[ReplicaState]
+) -> Verdict | None:
+    """The job's verdict when Kueue evicts its Workload and a recovery rule names
+    `PreemptedByKueue`: Failed, reason RecoveryPolicy, instead of a requeue (its pods are then
+    stopped and its Workload finished: `finished_workloads`)."""
+    rule = kueue_rule(recovery_of(job.spec))
+    current = observed.get(WORKLOAD, workload_name(job))
+    if rule is None or current is None or not condition_true(current, "Evicted"):
+        return None
+    evicted = condition_of(current, "Evicted") or {}
+    why = str(evicted.get("reason") or "Evicted")
+    said = str(evicted.get("message") or "").rstrip(".")
+    message = f"evicted by Kueue ({why}{': ' + said if said else ''}); rule {rule} fails the job"
+    return Verdict("Failed", "RecoveryPolicy", message, tuple(states))
 
 
 def _refusal(

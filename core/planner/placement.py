@@ -12,6 +12,9 @@ while it is on its way out, no new pod of the job is created (`t9kjobs.planner.r
 A restart's replacement rejoins its gang, unless too few of the gang's members are left
 for kube-scheduler to place it (`rejoin_or_alone`): then it is placed on its own.
 
+A gang that can never be complete (members ended after a replacement joined it) is said
+as reason `GangIncomplete` and undone by `t9kjobs.planner.gangs`.
+
 A gang that cannot be placed, because the cluster lacks room now or will never have enough,
 waits in silence at the scheduler: its pods are Pending with a `PodScheduled` condition that
 says why. The job repeats it in its own `Scheduled` condition (False, reason `Unschedulable`),
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.gangs import GANG_INCOMPLETE, stranded
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
@@ -145,6 +149,16 @@ def placement(
     held = [observed.get(*object_key(o)) for o in placement_objects(wanted)]
     groups = [g for g in held if g is not None]
     if not groups:
+        return
+    incomplete = stranded(groups, pods)
+    if incomplete is not None:
+        before = status.condition("Scheduled")
+        fresh = before is None or before.reason != GANG_INCOMPLETE or before.status != "False"
+        set_condition(status, "Scheduled", False, GANG_INCOMPLETE, incomplete.message, ts)
+        if fresh:  # the bound counts from now, not from an earlier Unschedulable
+            condition = status.condition("Scheduled")
+            assert condition is not None
+            condition.last_transition_time = ts
         return
     why = unplaced(groups[0], pods)
     if why is not None:

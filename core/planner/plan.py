@@ -28,13 +28,19 @@ from datetime import datetime
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, Lifecycle, recovery_of
 from t9kjobs.objects import owner_labels
-from t9kjobs.planner.admission import admission, finished_workloads, label_ignored
+from t9kjobs.planner.admission import (
+    admission,
+    evicted_for_good,
+    finished_workloads,
+    label_ignored,
+)
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue
 from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
-from t9kjobs.planner.running import running
+from t9kjobs.planner.running import running, stranded_gang
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
@@ -81,8 +87,12 @@ def plan(
             s = _situation(job, status, observed, now, life, hooks)
             held = None
             q = s.queued
+            quit_queue = evicted_for_good(job, observed, s.found.states) if q else None
+            if quit_queue is not None:
+                held = finish(s, status, quit_queue)
+                count_ready(status)
             # A refused job is held even where Workloads are not served (`queueing`).
-            if q is not None and (WORKLOAD not in observed.absent_kinds or q.refusal):
+            elif q is not None and (WORKLOAD not in observed.absent_kinds or q.refusal):
                 held = admission(job, q, status, observed, s.pods, ts)
             if held is None:
                 changes = _judge(s, status, hooks)
@@ -111,6 +121,8 @@ def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
     verdict, requeue = _deadline(life, status, s.now, s.found.states)
     if verdict is None and not life.run_mode.debugging and s.found.fail is not None:
         verdict = s.found.fail  # a recovery rule's FailJob: the job fails whatever else says
+    if verdict is None and not life.run_mode.debugging:
+        verdict = _gang_verdict(s)
     if verdict is None and not life.run_mode.debugging:
         verdict = hooks.compute_status(job, s.found.states)
         exceeded = s.found.backoff_exceeded
@@ -251,6 +263,16 @@ def _deadline(
         f" ({life.active_deadline_seconds}s)"
     )
     return Verdict("Failed", "DeadlineExceeded", message, states), None
+
+
+def _gang_verdict(s: Situation) -> Verdict | None:
+    """A T9k scheduler's gang that can never be complete fails the job once the bound is due:
+    the engine cannot place one of its pods on its own (`t9kjobs.planner.gangs`)."""
+    gang = stranded_gang(s)
+    if gang is None or gang.native or overdue(s.before, s.now) != 0:
+        return None
+    message = f"{gang.message}; the T9k scheduler places none of them on its own"
+    return Verdict("Failed", GANG_INCOMPLETE, message, tuple(s.found.states))
 
 
 def _backoff_verdict(replica: ReplicaState, life: Lifecycle) -> Verdict:

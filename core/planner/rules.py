@@ -22,7 +22,7 @@ from t9kjobs.models.recovery import RecoveryPolicy, RecoveryRule
 from t9kjobs.planner.failures import Failure
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["BUILTIN", "RESTART_POLICY", "Decision", "decide", "matches"]
+__all__ = ["BUILTIN", "RESTART_POLICY", "Decision", "decide", "kueue_rule", "matches"]
 
 # Failures the program did not cause: restarted by the built-in rule, charged to the
 # infrastructure budget (with a recoveryPolicy; without one, the restartPolicy decides them).
@@ -109,3 +109,12 @@ def decide(
             continue
         return Decision(rule.action, rule.charges, label, spent)
     return Decision(RESTART_POLICY, "User", RESTART_POLICY, spent)
+
+
+def kueue_rule(policy: RecoveryPolicy | None) -> str | None:
+    """The first rule that names `PreemptedByKueue` (a FailJob, validation says so), by its
+    label: the job fails when Kueue evicts it, instead of waiting in its queue again."""
+    for index, rule in enumerate(policy.rules if policy is not None else ()):
+        if "PreemptedByKueue" in (rule.on_reasons or ()):
+            return _label(rule, index)
+    return None

@@ -21,6 +21,7 @@ from t9kjobs.objects import (
 )
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
+from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -29,7 +30,7 @@ from t9kjobs.planner.stopping import deletion
 from t9kjobs.planner.types import Event, ObjectRef
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "subset"]
+__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "stranded_gang", "subset"]
 
 # While a name the job needs is held by another object, look again this often.
 CONFLICT_RETRY_SECONDS = 10.0
@@ -97,6 +98,23 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 " the next rule or its restartPolicy decides, charged to the user",
             )
         )
+    gang = stranded_gang(s)
+    if gang is not None:
+        left = overdue(s.before, s.now)
+        if left == 0 and gang.native:
+            deletes.extend(gang.deletions())
+            names = ", ".join(p["metadata"]["name"] for p in gang.waiting)
+            events.append(
+                Event(
+                    "Warning",
+                    "GangIncomplete",
+                    f"{gang.message}: {names} deleted, to be placed again out of the gang",
+                )
+            )
+        else:
+            # The condition is written now (or was): look again when the bound is due.
+            due = GANG_INCOMPLETE_SECONDS if left is None else left
+            requeue = due if requeue is None else min(requeue, due)
     desired_names = {p.name for p in pods}
     for name, pod in pods_by_name.items():
         if name not in desired_names and not pod["metadata"].get("deletionTimestamp"):
@@ -164,6 +182,12 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         events=tuple(events),
         requeue_after=requeue,
     )
+
+
+def stranded_gang(s: Situation) -> Stranded | None:
+    """The job's gang, if it can never be complete (`t9kjobs.planner.gangs`)."""
+    held = (s.observed.get(*object_key(o)) for o in placement_objects(s.aux))
+    return stranded([g for g in held if g is not None], s.pods_by_name.values())
 
 
 def _gang_going(s: Situation) -> bool:

@@ -26,7 +26,7 @@ import pytest
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
-from tests.e2e.jobs import Kube, Recorder, phase, replica, until
+from tests.e2e.jobs import INCARNATION, Kube, Recorder, phase, replica, until
 from tests.e2e.operator import OperatorProcess, install_crds, operator_process
 from tests.waiting import throughout
 
@@ -323,5 +323,64 @@ def test_a_restarted_pod_rejoins_its_gang_and_pause_and_failure_leave_no_group(
             ),
             "the PodGroups of the failed and the paused job deleted",
         )
+    finally:
+        op.stop()
+
+
+@pytest.mark.usefixtures("unlabelled")
+def test_a_replacement_stranded_in_a_gang_that_can_never_be_complete_is_placed_alone(
+    cluster: Any, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """The chaos case of issue #48: a replacement joins its gang of 3 beside two live members,
+    cannot be placed yet (the nodes it needs lost their label), and the two end for good while
+    it waits. kube-scheduler counts only live members, so it would never place it; the job
+    says `GangIncomplete` and, the bound later, places it again on its own."""
+    job = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": "stranded"},
+        "spec": {"replicaSpecs": [replica("lead", 2), _gpu_pods("rest", 1, labelled=True)]},
+    }
+    job["spec"]["replicaSpecs"][1]["restartPolicy"] = {"policy": "OnFailure", "limit": 1}
+    lead, rest = ("stranded-lead-0", "stranded-lead-1"), "stranded-rest-0"
+    op = _operator(cluster, namespace, tmp_path / "operator.log")
+    try:
+        cluster.kubectl("label", "nodes", "--all", f"{LABEL}=yes")
+        kube.create(job)
+        first = kube.running(*lead, rest)[rest]["metadata"]["uid"]
+        cluster.kubectl("label", "nodes", "--all", f"{LABEL}-")
+        kube.fail(rest, 1)
+
+        def waiting_in_gang() -> Any:
+            pod = kube.pods().get(rest)
+            fresh = pod is not None and pod["metadata"]["uid"] != first
+            return fresh and not pod["spec"].get("nodeName") and pod
+
+        replacement = until(waiting_in_gang, f"{rest}'s replacement waiting in its gang")
+        assert replacement["spec"]["schedulingGroup"] == {"podGroupName": "stranded"}
+        for name in lead:
+            kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "0"})
+        until(lambda: all(phase(kube.pods()[n]) == "Succeeded" for n in lead), "leads ended")
+        cluster.kubectl("label", "nodes", "--all", f"{LABEL}=yes")  # room, but no gang
+        status = until(
+            lambda: (s := kube.status(job)).get("reason") == "GangIncomplete" and s,
+            "the job saying its gang can never be complete",
+        )
+        message = next(c for c in status["conditions"] if c["type"] == "Scheduled")["message"]
+        assert "PodGroup.scheduling.k8s.io stranded (3 pods at once) can never be placed" in (
+            message
+        )
+
+        def placed_alone() -> Any:
+            pod = kube.pods().get(rest)
+            other = pod is not None and pod["metadata"]["uid"] != replacement["metadata"]["uid"]
+            return other and phase(pod) == "Running" and pod
+
+        alone = until(placed_alone, f"{rest} placed again out of its gang", timeout=90)
+        assert "schedulingGroup" not in alone["spec"]
+        assert alone["metadata"]["annotations"][INCARNATION] == "1"  # not a restart
+        kube.annotate(rest, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "0"})
+        done = kube.wait_phase(job, "Succeeded")
+        assert next(c for c in done["conditions"] if c["type"] == "Scheduled")["status"] == "True"
     finally:
         op.stop()

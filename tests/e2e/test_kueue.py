@@ -344,6 +344,35 @@ def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
     assert workload["spec"]["priorityClassRef"]["name"] == f"{namespace}-low"
 
 
+@pytest.mark.usefixtures("operator")
+def test_a_job_whose_rule_gives_up_on_preemption_fails_and_gives_its_quota_back(
+    kube: Kube, queue: str, namespace: str
+) -> None:
+    """`onReasons: [PreemptedByKueue], action: FailJob` (docs/lifecycle.md): preempted, the job
+    fails instead of waiting in its queue again; its Workload is finished, the quota free."""
+    low = _job("quitter", queue, seconds=None, **{PRIORITY_LABEL: f"{namespace}-low"})
+    low["spec"]["recoveryPolicy"] = {
+        "rules": [{"name": "give-up", "onReasons": ["PreemptedByKueue"], "action": "FailJob"}]
+    }
+    high = _job("high", queue, seconds=3, **{PRIORITY_LABEL: f"{namespace}-high"})
+    kube.create(low)
+    _running(kube, "quitter")
+    kube.create(high)
+    status = kube.wait_phase(low, "Failed")
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "RecoveryPolicy", failed
+    assert failed["message"].startswith("evicted by Kueue (Preempted"), failed
+    assert failed["message"].endswith("rule give-up (spec.recoveryPolicy.rules[0]) fails the job")
+    kube.wait_phase(high, "Succeeded", timeout=120)
+    until(
+        lambda: (
+            (_condition(_workloads(kube)["genericjob-quitter"], "Finished") or {}).get("status")
+            == "True"
+        ),
+        "the quitter's Workload Finished",
+    )
+
+
 @pytest.mark.usefixtures("operator", "queue")
 def test_a_job_in_a_queue_that_does_not_exist_says_so_and_leaves_nothing_when_deleted(
     cluster: Any, kube: Kube, namespace: str

@@ -58,6 +58,11 @@ CASES: list[tuple[str, Json, str, str]] = [
     ("names-unique", {"rules": [{"name": "a", "onReasons": ["Error"], "action": "FailJob"},
                                 {"name": "a", "onReasons": ["Evicted"], "action": "Ignore"}]},
      f"{RP}.rules", "rule names must be unique"),
+    ("kueue-fail", _rule(onReasons=["PreemptedByKueue"], action="FailJob"), "", ""),
+    ("kueue-restart", _rule(onReasons=["PreemptedByKueue"], action="RestartReplica"),
+     f"{RP}.rules[0]", "PreemptedByKueue goes with action FailJob only"),
+    ("kueue-of-a-type", _rule(onReasons=["PreemptedByKueue"], action="FailJob", replicaTypes=["a"]),
+     f"{RP}.rules[0]", "PreemptedByKueue goes with action FailJob only"),
     ("restart-job-not-yet", _rule(onReasons=["Evicted"], action="RestartJob"),
      f"{RP}.rules[0].action", ""),
     ("stalled-not-yet", _rule(onReasons=["Stalled"], action="FailJob"),
@@ -116,7 +121,7 @@ def test_every_crd_has_the_rules_with_their_cel(manager: PluginManager) -> None:
         rule = policy["properties"]["rules"]["items"]
         assert policy["properties"]["rules"]["maxItems"] == 16
         assert policy["properties"]["rules"]["x-kubernetes-validations"]
-        assert len(rule["x-kubernetes-validations"]) == 3
+        assert len(rule["x-kubernetes-validations"]) == 4
         assert rule["properties"]["action"]["enum"] == ["RestartReplica", "FailJob", "Ignore"]
         status = spec["status"]["properties"]
         assert status["infrastructureRestartCount"]["type"] == "integer"
