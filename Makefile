@@ -125,7 +125,8 @@ plugin-guide: $(STAMP)
 # From empty caches, the real node's builds run in the background meanwhile (hack/prebuild.sh).
 test: $(STAMP)
 	bash hack/prebuild.sh start
-	$(MAKE) --no-print-directory check conformance || { bash hack/prebuild.sh stop; exit 1; }
+	@start=$$SECONDS; $(MAKE) --no-print-directory check conformance || { bash hack/prebuild.sh stop; exit 1; }; \
+		echo "[make test] static checks and the conformance kit: $$((SECONDS - start)) s (pytest's tiers: its \"time per tier\" at the end)"
 	$(BIN)/pytest tests || { bash hack/prebuild.sh stop; exit 1; }
 	bash hack/prebuild.sh stop
 

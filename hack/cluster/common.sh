@@ -116,8 +116,20 @@ cluster_start() {
 	printf '%s\0' "$@" >"$d/pids/$name.cmd"
 	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$d/pids/$name.pid" "$@" \
 		</dev/null >>"$d/logs/$name.log" 2>&1 8>&- &
-	for i in $(seq 50); do [[ -s "$d/pids/$name.pid" ]] && break; sleep 0.1; done
+	# Its pid, once the new shell wrote it: on a loaded machine that takes seconds, and a check
+	# made before it (cluster_pid) would take a daemon still starting for one that exited.
+	for i in $(seq 600); do [[ -s "$d/pids/$name.pid" ]] && break; sleep 0.1; done
+	[[ -s "$d/pids/$name.pid" ]] || cluster_die "$name did not start within 60 s (see $d/logs/$name.log)"
 	cluster_log "started $name (pid $(cat "$d/pids/$name.pid"))"
+}
+
+# cluster_exited NAME [WHEN]: die saying that NAME exited (WHEN: "on restart", ...), with the end
+# of its log (a daemon that dies at start says why where its caller reads).
+cluster_exited() {
+	local log="$T9KJOBS_CLUSTER_DIR/logs/$1.log"
+	printf '[cluster] the last lines of %s:\n' "$log" >&2
+	tail -n 40 "$log" >&2 2>/dev/null || printf '[cluster] (no log)\n' >&2
+	cluster_die "$1 exited${2:+ $2} (see $log)"
 }
 
 # cluster_pid NAME: the pid of NAME when it is alive and is ours (its command line names the

@@ -28,7 +28,7 @@ if [[ $NAME == kube-apiserver ]]; then
 	BIN=$(sed -n 's/^BIN_DIR=//p' "$D/cluster.env")
 	deadline=$((SECONDS + TIMEOUT))
 	until "$BIN/kubectl" --kubeconfig "$D/kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; do
-		cluster_pid "$NAME" >/dev/null || cluster_die "$NAME exited on restart (see $D/logs/$NAME.log)"
+		cluster_pid "$NAME" >/dev/null || cluster_exited "$NAME" "on restart"
 		((SECONDS < deadline)) || cluster_die "timed out after ${TIMEOUT}s waiting for $NAME"
 		sleep 0.2
 	done

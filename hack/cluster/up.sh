@@ -234,7 +234,7 @@ wait_for() {
 	local desc=$1 comp=$2 deadline=$((SECONDS + TIMEOUT))
 	shift 2
 	until "$@" >/dev/null 2>&1; do
-		alive "$comp" || cluster_die "$comp exited while waiting for: $desc (see $D/logs/$comp.log)"
+		alive "$comp" || cluster_exited "$comp" "while waiting for: $desc"
 		((SECONDS < deadline)) || cluster_die "timed out after ${TIMEOUT}s waiting for: $desc"
 		sleep 0.5
 	done

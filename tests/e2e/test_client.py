@@ -39,6 +39,7 @@ from t9kjobs.kube.resources import job_resource
 from t9kjobs.manager import load_plugins
 from t9kjobs.progress import MARKER
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
+from tests import waiting
 from tests.cluster import Cluster, fresh_namespace
 from tests.e2e.operator import REPO, OperatorProcess, install_crds
 
@@ -217,7 +218,13 @@ def test_pause_and_resume(client: Client, ns: str) -> None:
     paused = client.pause("gj/long", namespace=ns)
     assert paused.spec.lifecycle().run_mode.paused
     client.wait("gj/long", namespace=ns, phase="Paused", timeout=60, interval=0.5)
-    assert client.describe("gj/long", namespace=ns)["cleanup"]["remainingPods"] == []
+    # Paused is written when the pods are asked to stop; they go within their grace period
+    # (a loaded machine takes longer): wait for that effect, not for an instant.
+    waiting.until(
+        lambda: client.describe("gj/long", namespace=ns)["cleanup"]["remainingPods"] == [],
+        60,
+        what="no pod of the paused job left",
+    )
     client.resume("gj/long", namespace=ns)
     client.wait("gj/long", namespace=ns, phase="Running", timeout=60, interval=0.5)
 

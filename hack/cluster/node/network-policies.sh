@@ -90,7 +90,7 @@ start)
 	until queue_bound; do
 		if ! running; then
 			stop_all
-			cluster_die "$NAME exited (see $D/logs/$NAME.log)"
+			cluster_exited "$NAME"
 		fi
 		if ((SECONDS >= deadline)); then
 			stop_all

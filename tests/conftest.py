@@ -1,0 +1,38 @@
+"""What every tier shares: at the end of a run, the time each tier took (`tests/<tier>/`), so that
+`make test` says where its minutes went (README, "How long") and a tier that grew is seen.
+
+A tier's time is the sum of its tests' setup, call and teardown: its cluster's start is in
+its first test's setup, its stop in its last test's teardown."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+_TIERS: defaultdict[str, float] = defaultdict(float)
+_COUNTS: defaultdict[str, int] = defaultdict(int)
+
+
+def tier_of(nodeid: str) -> str:
+    """`tests/e2e/test_x.py::test_y` -> `e2e`; a test outside a tier folder -> `tests`."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "tests"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tier = tier_of(report.nodeid)
+    _TIERS[tier] += report.duration
+    if report.when == "call":
+        _COUNTS[tier] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _TIERS:
+        return
+    terminalreporter.section("time per tier")
+    for tier, seconds in sorted(_TIERS.items(), key=lambda kv: -kv[1]):
+        minutes, rest = divmod(round(seconds), 60)
+        terminalreporter.write_line(
+            f"{tier:>8}: {minutes:3d} min {rest:02d} s  ({_COUNTS[tier]} tests)"
+        )
