@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from t9kjobs.models import Job
+from t9kjobs.models.ssh import SSH_PORT
 from t9kjobs.objects import Obj, secret
 from t9kjobs.templating import render_template
 
@@ -61,7 +62,6 @@ GENERATE_ANNOTATION = "batch.tensorstack.dev/generate"
 GENERATED_PLACEHOLDER = "<generated when the Secret is created>"
 HOST_PUBLIC_KEY_PLACEHOLDER = "<the job's host public key, generated when the Secret is created>"
 SECRET_TYPE = "kubernetes.io/ssh-auth"
-SSH_PORT = 22
 SSH_VOLUME = "t9k-ssh"  # the volume name the SSH Secret is mounted under
 # Keys of the Secret, and the files they become in the mount directory.
 CLIENT_KEY = "ssh-privatekey"  # the type's own key; mounted as `id_ed25519`

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from t9kjobs.loading import load_documents, load_job
+from t9kjobs.loading import JobError, load_documents, load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
 from t9kjobs.objects import Obj, child_kind, object_key
@@ -33,6 +33,7 @@ from t9kjobs.planner import Observed, Plan, plan
 
 __all__ = [
     "NOW",
+    "JobError",
     "apply_plan",
     "first_reconcile",
     "installed_plugins",

@@ -20,8 +20,8 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from t9kjobs.plugin import render_template
 from t9kjobs.plugins.colossalai.pinning import PRELUDE
-from t9kjobs.templating import render_template
 
 __all__ = [
     "HOSTFILE_PATH",

@@ -11,10 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict, replicas_lost
-from t9kjobs.models import Job
-from t9kjobs.objects import DesiredPod, Obj, config_map, headless_service, training_container
+from t9kjobs.plugin import (
+    DesiredPod,
+    Job,
+    KindInfo,
+    Obj,
+    Problem,
+    ReplicaState,
+    Verdict,
+    config_map,
+    headless_service,
+    hookimpl,
+    recovery_problems,
+    replicas_lost,
+    run_mode_problems,
+    ssh_secret,
+    ssh_user_problems,
+    training_container,
+)
 from t9kjobs.plugins.colossalai.launch import HOSTFILE_PATH, hostfile, torchrun_options
 from t9kjobs.plugins.colossalai.pods import (
     HOSTFILE_KEY,
@@ -26,8 +40,6 @@ from t9kjobs.plugins.colossalai.pods import (
     worker_hosts,
 )
 from t9kjobs.plugins.colossalai.spec import LAUNCHER, WORKER, ColossalAIJobSpec
-from t9kjobs.ssh import ssh_secret
-from t9kjobs.validation import recovery_problems, run_mode_problems, ssh_user_problems
 
 __all__ = [
     "KIND",

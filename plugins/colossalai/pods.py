@@ -17,8 +17,20 @@ from __future__ import annotations
 
 import copy
 
-from t9kjobs.models import Job
-from t9kjobs.objects import DesiredPod, Obj, new_pod, pod_host, pod_name, training_container
+from t9kjobs.plugin import (
+    KNOWN_HOSTS,
+    DesiredPod,
+    Job,
+    Obj,
+    host_key_alias,
+    mount_ssh,
+    new_pod,
+    pod_host,
+    pod_name,
+    start_sshd_script,
+    training_container,
+    wait_for_sshd_script,
+)
 from t9kjobs.plugins.colossalai.launch import (
     HOSTFILE_PATH,
     colossalai_run_argv,
@@ -29,13 +41,6 @@ from t9kjobs.plugins.colossalai.spec import (
     WORKER,
     ColossalAIJobSpec,
     ColossalAIReplicaSpec,
-)
-from t9kjobs.ssh import (
-    KNOWN_HOSTS,
-    host_key_alias,
-    mount_ssh,
-    start_sshd_script,
-    wait_for_sshd_script,
 )
 
 __all__ = [

@@ -22,10 +22,12 @@ from pydantic import (
     model_validator,
 )
 
-from t9kjobs.models import (
+from t9kjobs.plugin import (
     INT32_MAX,
     MAX_ARGS,
     MAX_REPLICAS,
+    SAFE_PATH_PATTERN,
+    SAFE_PATH_SAID,
     ApiModel,
     GeneratedCommandRunMode,
     JobSpec,
@@ -35,11 +37,7 @@ from t9kjobs.models import (
     RestartRule,
     RunMode,
     SchedulePolicy,
-)
-from t9kjobs.models.pod_roles import SshPodTemplate
-from t9kjobs.models.ssh import (
-    SAFE_PATH_PATTERN,
-    SAFE_PATH_SAID,
+    SshPodTemplate,
     safe_path_field,
     safe_path_problem,
     ssh_port_field,

@@ -11,8 +11,14 @@ from __future__ import annotations
 import posixpath
 import re
 
-from t9kjobs.kinds import Problem
-from t9kjobs.objects import Obj
+from t9kjobs.plugin import (
+    SSH_VOLUME,
+    Obj,
+    Problem,
+    recovery_problems,
+    run_mode_problems,
+    ssh_user_problems,
+)
 from t9kjobs.plugins.deepspeed.launch import (
     ENV_FILE,
     HOSTFILE_PATH,
@@ -22,8 +28,6 @@ from t9kjobs.plugins.deepspeed.launch import (
     ssh_dir,
 )
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
-from t9kjobs.ssh import SSH_VOLUME
-from t9kjobs.validation import recovery_problems, run_mode_problems, ssh_user_problems
 
 __all__ = [
     "DEEPSPEED_OPTIONS",

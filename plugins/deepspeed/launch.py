@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import shlex
 
-from t9kjobs.models import Job
-from t9kjobs.objects import Obj, gpu_count, pod_host, pod_name, training_container
+from t9kjobs.plugin import (
+    Job,
+    Obj,
+    gpu_count,
+    pod_host,
+    pod_name,
+    render_template,
+    start_sshd_script,
+    training_container,
+    wait_for_sshd_script,
+)
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
-from t9kjobs.ssh import start_sshd_script, wait_for_sshd_script
-from t9kjobs.templating import render_template
 
 __all__ = [
     "ENV_FILE",

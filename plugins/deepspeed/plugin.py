@@ -11,17 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict, replicas_lost
-from t9kjobs.models import Job, JobStatus, RestartRule
-from t9kjobs.objects import (
+from t9kjobs.plugin import (
     DesiredPod,
+    Job,
+    JobStatus,
+    KindInfo,
     Obj,
+    Problem,
+    ReplicaState,
+    RestartRule,
+    Verdict,
     config_map,
     find_container,
     headless_service,
+    hookimpl,
+    mount_ssh,
     new_pod,
+    replicas_lost,
     set_env,
+    ssh_secret,
 )
 from t9kjobs.plugins.deepspeed.checks import HOSTFILE_VOLUME, deepspeed_problems
 from t9kjobs.plugins.deepspeed.launch import (
@@ -37,7 +45,6 @@ from t9kjobs.plugins.deepspeed.launch import (
     worker_hosts,
 )
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec, DeepSpeedJobStatus
-from t9kjobs.ssh import mount_ssh, ssh_secret
 
 __all__ = [
     "KIND",

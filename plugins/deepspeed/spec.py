@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
-from t9kjobs.models import (
+from t9kjobs.plugin import (
     INT32_MAX,
     MAX_ARGS,
     MAX_REPLICAS,
@@ -25,10 +25,10 @@ from t9kjobs.models import (
     RestartPolicyType,
     RunPolicy,
     SchedulePolicy,
+    SshPodTemplate,
+    SshSettings,
     not_elastic_rule,
 )
-from t9kjobs.models.pod_roles import SshPodTemplate
-from t9kjobs.models.ssh import SshSettings
 
 __all__ = [
     "RUN_RULE",

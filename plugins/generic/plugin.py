@@ -5,21 +5,26 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, RestartRule
-from t9kjobs.objects import (
+from t9kjobs.plugin import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     DesiredPod,
+    Job,
+    KindInfo,
     Obj,
+    Problem,
+    ReplicaState,
+    RestartRule,
+    Verdict,
+    hookimpl,
     new_pod,
     pod_name,
+    recovery_problems,
+    run_mode_problems,
     service,
 )
 from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec, ServicePort
 from t9kjobs.plugins.generic.substitution import Variables, substitute, unresolved
-from t9kjobs.validation import recovery_problems, run_mode_problems
 
 KIND = "GenericJob"
 

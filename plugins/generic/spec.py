@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 
-from t9kjobs.models import (
+from t9kjobs.plugin import (
     MAX_PODS,
     MAX_REPLICA_TYPES,
     MAX_REPLICAS,

@@ -35,11 +35,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo
-from t9kjobs.models import Job
-from t9kjobs.objects import LABEL_REPLICA_TYPE, DesiredPod, Obj, owner_labels, owner_reference
-from t9kjobs.settings import NetworkPolicySettings, current
+from t9kjobs.plugin import (
+    LABEL_REPLICA_TYPE,
+    DesiredPod,
+    Job,
+    KindInfo,
+    NetworkPolicySettings,
+    Obj,
+    current,
+    hookimpl,
+    owner_labels,
+    owner_reference,
+)
 
 __all__ = [
     "NAMESPACE_NAME_LABEL",

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, JobStatus, RestartRule
-from t9kjobs.objects import (
+from t9kjobs.plugin import (
     GPU_RESOURCE,
     DesiredPod,
+    Job,
+    JobStatus,
+    KindInfo,
     Obj,
+    Problem,
+    ReplicaState,
+    RestartRule,
+    Verdict,
     find_container,
     gpu_count,
     headless_service,
+    hookimpl,
     new_pod,
+    recovery_problems,
+    run_mode_problems,
     set_env,
+    tensorboard_objects,
+    tensorboard_status,
     training_container,
 )
 from t9kjobs.plugins.pytorch.spec import (
@@ -32,8 +41,6 @@ from t9kjobs.plugins.pytorch.topology import (
     topology,
 )
 from t9kjobs.plugins.pytorch.torchrun import GENERATED_OPTIONS, option_name, torchrun_command
-from t9kjobs.tensorboard import tensorboard_objects, tensorboard_status
-from t9kjobs.validation import recovery_problems, run_mode_problems
 
 __all__ = [
     "KIND",

@@ -16,13 +16,14 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
 
-from t9kjobs.models import (
+from t9kjobs.plugin import (
     ELASTIC_ON,
     INT32_MAX,
     MAX_ARGS,
     MAX_PODS,
     ApiModel,
     ElasticConfig,
+    HeadlessPodTemplate,
     JobSpec,
     Lifecycle,
     ReplicaSpec,
@@ -31,11 +32,11 @@ from t9kjobs.models import (
     RunMode,
     RunPolicy,
     SchedulePolicy,
+    TensorBoardJobStatus,
     check_replica_specs,
     not_elastic_rule,
+    tensorboard_spec_field,
 )
-from t9kjobs.models.pod_roles import HeadlessPodTemplate
-from t9kjobs.tensorboard import TensorBoardJobStatus, tensorboard_spec_field
 
 __all__ = [
     "MASTER_TYPE",

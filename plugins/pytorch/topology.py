@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from t9kjobs.models import Job
-from t9kjobs.objects import gpu_count, pod_host, pod_name, training_container
+from t9kjobs.plugin import Job, gpu_count, pod_host, pod_name, training_container
 from t9kjobs.plugins.pytorch.spec import MASTER_TYPE, PyTorchReplicaSpec, PyTorchTrainingJobSpec
 
 __all__ = [

@@ -27,11 +27,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo
-from t9kjobs.models import Job, T9kScheduler
-from t9kjobs.objects import DesiredPod, Obj, child_kind, owner_labels, owner_reference
-from t9kjobs.settings import GangMode, current
+from t9kjobs.plugin import (
+    DesiredPod,
+    GangMode,
+    Job,
+    KindInfo,
+    Obj,
+    T9kScheduler,
+    child_kind,
+    current,
+    hookimpl,
+    owner_labels,
+    owner_reference,
+)
 
 __all__ = [
     "LABEL_GROUP_NAME",

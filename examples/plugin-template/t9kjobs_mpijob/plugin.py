@@ -6,22 +6,29 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from t9kjobs.hooks import hookimpl
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, RestartRule
-from t9kjobs.objects import (
+from t9kjobs.plugin import (
     DesiredPod,
+    Job,
+    KindInfo,
     Obj,
+    Problem,
+    ReplicaState,
+    RestartRule,
+    Verdict,
     config_map,
     headless_service,
+    hookimpl,
+    mount_ssh,
     new_pod,
     pod_host,
     pod_name,
+    render_template,
+    run_mode_problems,
+    ssh_secret,
+    start_sshd_script,
     training_container,
+    wait_for_sshd_script,
 )
-from t9kjobs.ssh import mount_ssh, ssh_secret, start_sshd_script, wait_for_sshd_script
-from t9kjobs.templating import render_template
-from t9kjobs.validation import run_mode_problems
 
 from t9kjobs_mpijob.spec import MPIJobSpec
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
-from t9kjobs.models import (
+from t9kjobs.plugin import (
     ApiModel,
     JobSpec,
     PodTemplate,

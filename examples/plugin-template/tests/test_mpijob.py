@@ -6,9 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from t9kjobs.loading import JobError
-from t9kjobs.models import Job
-from t9kjobs.testing.fixtures import first_reconcile, job_from_yaml, objects_of, reconcile_with
+from t9kjobs.plugin import Job
+from t9kjobs.testing.fixtures import (
+    JobError,
+    first_reconcile,
+    job_from_yaml,
+    objects_of,
+    reconcile_with,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
