@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from t9kjobs.kinds import Problem
+from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "describe",
@@ -29,7 +30,6 @@ __all__ = [
     "schema_at",
 ]
 
-Json = dict[str, Any]
 
 # Union members show up in pydantic locations as `literal['A','B']`, a class name or a type.
 _UNION_TAG = re.compile(
@@ -131,7 +131,7 @@ def did_you_mean(word: Any, choices: Iterable[str]) -> str:
     return f" (did you mean `{close[0]}`?)" if close else ""
 
 
-def schema_at(schema: Json | None, parts: Iterable[int | str]) -> Json | None:
+def schema_at(schema: Obj | None, parts: Iterable[int | str]) -> Obj | None:
     """The node of a structural schema at a path (list indices and map keys included)."""
     node = schema
     for part in parts:
@@ -182,7 +182,7 @@ def _wanted(wanted: str, given: Any) -> str:
     return f"must be {wanted}, got {describe(given)}{hint}"
 
 
-def _message(err: ErrorDetails, parts: list[int | str], schema: Json | None) -> str:
+def _message(err: ErrorDetails, parts: list[int | str], schema: Obj | None) -> str:
     """pydantic's error in the project's words (never pydantic's "Input should be ...")."""
     kind, given = err["type"], err.get("input")
     ctx = err.get("ctx") or {}
@@ -226,7 +226,7 @@ def _merged(messages: list[str]) -> str:
 
 
 def problems_from_validation_error(
-    exc: ValidationError, prefix: str, data: Any = None, schema: Json | None = None
+    exc: ValidationError, prefix: str, data: Any = None, schema: Obj | None = None
 ) -> list[Problem]:
     """One Problem per field path; the alternatives of a union are merged into one line.
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 
-from t9kjobs.crds._common import Json
 from t9kjobs.models._base import field_spellings
+from t9kjobs.vocabulary import Obj
 
 _ALIAS_NOTE = re.compile(r"\s*`[^`]+` is accepted as an alias\.")
 
@@ -36,7 +36,7 @@ class _SchemaGenerator(GenerateJsonSchema):
             return json_schema
         rules = list(json_schema.get("x-kubernetes-validations") or [])
         required = list(json_schema.get("required") or [])
-        new_props: Json = {}
+        new_props: Obj = {}
         for key, value in props.items():
             new_props[key] = value
             for name, info in cls.model_fields.items():
@@ -82,6 +82,6 @@ class _SchemaGenerator(GenerateJsonSchema):
         return json_schema
 
 
-def _json_schema(model: type[BaseModel]) -> Json:
+def _json_schema(model: type[BaseModel]) -> Obj:
     mode: JsonSchemaMode = "validation"
     return model.model_json_schema(by_alias=True, mode=mode, schema_generator=_SchemaGenerator)

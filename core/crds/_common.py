@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-Json = dict[str, Any]
-
 
 class CrdError(Exception):
     """A model that has no structural OpenAPI encoding; the message names the field path."""

@@ -17,20 +17,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from t9kjobs.crds._aliases import _json_schema
-from t9kjobs.crds._common import CrdError, Json, json_type
+from t9kjobs.crds._common import CrdError, json_type
 from t9kjobs.crds._defaults import _check_default
 from t9kjobs.crds._explain import _note_values
 from t9kjobs.crds._keywords import _ANNOTATIONS, _FORMATS, _SCALARS, _VALUE_KEYS, _ordered
 from t9kjobs.crds._rules import _bound_rule_lists
+from t9kjobs.vocabulary import Obj
 
 
 class _Converter:
     """Turns one model's JSON schema into a structural schema, field path by field path."""
 
-    def __init__(self, defs: Json) -> None:
+    def __init__(self, defs: Obj) -> None:
         self.defs = defs
 
-    def _deref(self, node: Json, path: str, seen: tuple[str, ...]) -> tuple[Json, tuple[str, ...]]:
+    def _deref(self, node: Obj, path: str, seen: tuple[str, ...]) -> tuple[Obj, tuple[str, ...]]:
         """The node with its `$ref` (or single-member allOf) replaced by the referenced schema."""
         while True:
             if "$ref" in node:
@@ -46,7 +47,7 @@ class _Converter:
             else:
                 return node, seen
 
-    def convert(self, node: Json, path: str = "", seen: tuple[str, ...] = ()) -> Json:
+    def convert(self, node: Obj, path: str = "", seen: tuple[str, ...] = ()) -> Obj:
         node, seen = self._deref(node, path, seen)
         if "allOf" in node:
             raise CrdError(f"{path}: allOf of several schemas is not supported")
@@ -59,8 +60,8 @@ class _Converter:
         _note_values(out)
         return _ordered(out)
 
-    def _plain(self, node: Json, path: str, seen: tuple[str, ...]) -> Json:
-        out: Json = {}
+    def _plain(self, node: Obj, path: str, seen: tuple[str, ...]) -> Obj:
+        out: Obj = {}
         for key, value in node.items():
             if key in _ANNOTATIONS or key in ("properties", "additionalProperties", "items"):
                 continue
@@ -109,7 +110,7 @@ class _Converter:
             raise CrdError(f"{path}: a list of types ({kind}) has no structural encoding")
         return out
 
-    def _object(self, node: Json, out: Json, path: str, seen: tuple[str, ...]) -> None:
+    def _object(self, node: Obj, out: Obj, path: str, seen: tuple[str, ...]) -> None:
         extra = node.get("additionalProperties")
         if "properties" in node:  # a model: extra="forbid" / "ignore" leave nothing to say
             if node["properties"]:
@@ -126,7 +127,7 @@ class _Converter:
         elif extra is not False:  # dict[str, Any], dict
             out["x-kubernetes-preserve-unknown-fields"] = True
 
-    def _union(self, node: Json, path: str, seen: tuple[str, ...]) -> Json:
+    def _union(self, node: Obj, path: str, seen: tuple[str, ...]) -> Obj:
         key = "anyOf" if "anyOf" in node else "oneOf"
         outer = {k: v for k, v in node.items() if k != key}
         members = [self._deref(m, path, seen) for m in node[key]]
@@ -163,9 +164,9 @@ def _enum_pattern(values: list[Any]) -> str:
     return "^(" + "|".join(re.escape(str(v)) for v in values) + ")$"
 
 
-def _string_part(member: Json) -> Json:
+def _string_part(member: Obj) -> Obj:
     """The constraints of a union's string member, written so they bind strings only."""
-    out: Json = {}
+    out: Obj = {}
     if "enum" in member:
         out["pattern"] = _enum_pattern(member["enum"])
     elif "pattern" in member:
@@ -182,8 +183,8 @@ _TYPELESS_CEL = (
 )
 
 
-def _int_or_string(members: list[Json]) -> Json:
-    out: Json = {"x-kubernetes-int-or-string": True}
+def _int_or_string(members: list[Obj]) -> Obj:
+    out: Obj = {"x-kubernetes-int-or-string": True}
     for member in members:
         if member["type"] == "string":
             out.update(_string_part(member))
@@ -197,8 +198,8 @@ def _int_or_string(members: list[Json]) -> Json:
     return out
 
 
-def _string_or_object(members: list[Json], path: str) -> Json:
-    out: Json = {"x-kubernetes-preserve-unknown-fields": True}
+def _string_or_object(members: list[Obj], path: str) -> Obj:
+    out: Obj = {"x-kubernetes-preserve-unknown-fields": True}
     for member in members:
         if member.get("x-kubernetes-validations"):
             raise CrdError(_TYPELESS_CEL.format(path=path))
@@ -214,7 +215,7 @@ def _string_or_object(members: list[Json], path: str) -> Json:
     return out
 
 
-def openapi_schema(model: type[BaseModel]) -> Json:
+def openapi_schema(model: type[BaseModel]) -> Obj:
     """The structural OpenAPI v3 schema of a model (spec or status), every `$ref` inlined."""
     root = _json_schema(model)
     defs = root.pop("$defs", {})

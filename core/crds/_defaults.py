@@ -10,10 +10,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from t9kjobs.crds._common import Json, json_type
+from t9kjobs.crds._common import json_type
+from t9kjobs.vocabulary import Obj
 
 
-def _check_default(node: Json) -> None:
+def _check_default(node: Obj) -> None:
     """Drop a `default` the API server would refuse (it must validate against its node)."""
     if "default" not in node:
         return
@@ -23,7 +24,7 @@ def _check_default(node: Json) -> None:
         del node["default"]
 
 
-def _accepts(node: Json, value: Any) -> bool:
+def _accepts(node: Obj, value: Any) -> bool:
     """Whether `value` passes the node's structural checks (enough to vet simple defaults)."""
     if value is None:
         return bool(node.get("nullable"))
@@ -50,13 +51,13 @@ def _accepts(node: Json, value: Any) -> bool:
     return True
 
 
-def _string_ok(node: Json, value: str) -> bool:
+def _string_ok(node: Obj, value: str) -> bool:
     if "pattern" in node and not re.search(node["pattern"], value):
         return False
     return _length_ok(node, value, "Length")
 
 
-def _number_ok(node: Json, value: float) -> bool:
+def _number_ok(node: Obj, value: float) -> bool:
     low, high = node.get("minimum"), node.get("maximum")
     if low is not None and (value < low or (node.get("exclusiveMinimum") and value == low)):
         return False
@@ -65,12 +66,12 @@ def _number_ok(node: Json, value: float) -> bool:
     )
 
 
-def _length_ok(node: Json, value: Any, what: str) -> bool:
+def _length_ok(node: Obj, value: Any, what: str) -> bool:
     low, high = node.get(f"min{what}"), node.get(f"max{what}")
     return (low is None or len(value) >= low) and (high is None or len(value) <= high)
 
 
-def _object_ok(node: Json, value: Mapping[str, Any]) -> bool:
+def _object_ok(node: Obj, value: Mapping[str, Any]) -> bool:
     props = node.get("properties")
     if any(name not in value for name in node.get("required", [])):
         return False

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from t9kjobs.crds._common import Json
+from t9kjobs.vocabulary import Obj
 
 
 def _text(value: Any) -> str:
@@ -23,7 +23,7 @@ def _names(description: str, value: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", description) is not None
 
 
-def _note_values(node: Json) -> None:
+def _note_values(node: Obj) -> None:
     """Append `One of: ...` and `Defaults to ...` to the node's description where missing."""
     description = str(node.get("description", "")).strip()
     notes = []

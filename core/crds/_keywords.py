@@ -5,7 +5,7 @@ Plain tables, apart from the conversion logic, so that `_convert` reads as logic
 
 from __future__ import annotations
 
-from t9kjobs.crds._common import Json
+from t9kjobs.vocabulary import Obj
 
 # JSON-schema keywords that only annotate: dropped.
 _ANNOTATIONS = frozenset({"title", "examples", "deprecated", "readOnly", "writeOnly", "$comment"})
@@ -99,5 +99,5 @@ def _key_rank(key: str) -> tuple[int, str]:
     return (_KEY_ORDER.index(key) if key in _KEY_ORDER else len(_KEY_ORDER), key)
 
 
-def _ordered(node: Json) -> Json:
+def _ordered(node: Obj) -> Obj:
     return {k: node[k] for k in sorted(node, key=_key_rank)}

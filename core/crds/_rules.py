@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from t9kjobs.crds._common import Json
 from t9kjobs.crds._keywords import _ordered
+from t9kjobs.vocabulary import Obj
 
 # maxItems given to a list that a CEL rule iterates or compares when its model sets none; the
 # same bound GenericJob puts on replicaSpecs.
@@ -20,7 +20,7 @@ _RULE_FIELD = re.compile(r"\b(?:self|oldSelf)\.([A-Za-z_][A-Za-z0-9_]*)(\s*[.\[]
 _HAS = re.compile(r"\bhas\(\s*(?:self|oldSelf)(?:\.\w+)+\s*\)")
 
 
-def _bound_rule_lists(node: Json) -> None:
+def _bound_rule_lists(node: Obj) -> None:
     """Give `maxItems` to the lists this node's CEL rules iterate or compare."""
     rules = node.get("x-kubernetes-validations") or []
     if not rules:

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from t9kjobs.crds import json_type
+from t9kjobs.vocabulary import Obj
 
 __all__ = ["admission_problems", "structural_problems"]
 
-Json = dict[str, Any]
 
 # The fields of JSONSchemaProps the API server knows (x-kubernetes-* aside).
 _KNOWN_KEYS = frozenset(
@@ -61,7 +61,7 @@ _NOT_IN_JUNCTOR = ("description", "type", "default", "additionalProperties", "nu
 _METADATA_KEYS = frozenset({"name", "generateName"})
 
 
-def _children(node: Json, path: str) -> Iterator[tuple[str, Json]]:
+def _children(node: Obj, path: str) -> Iterator[tuple[str, Obj]]:
     for name, sub in (node.get("properties") or {}).items():
         yield f"{path}.{name}", sub
     if isinstance(node.get("items"), dict):
@@ -70,14 +70,14 @@ def _children(node: Json, path: str) -> Iterator[tuple[str, Json]]:
         yield f"{path}{{*}}", node["additionalProperties"]
 
 
-def _junctor_members(node: Json) -> Iterator[Json]:
+def _junctor_members(node: Obj) -> Iterator[Obj]:
     for key in _JUNCTORS:
         yield from (m for m in node.get(key) or [] if isinstance(m, dict))
     if isinstance(node.get("not"), dict):
         yield node["not"]
 
 
-def _node_problems(node: Json, where: str, in_junctor: bool) -> Iterator[str]:
+def _node_problems(node: Obj, where: str, in_junctor: bool) -> Iterator[str]:
     for key in node:
         if key not in _KNOWN_KEYS and not key.startswith("x-kubernetes-"):
             yield f"{where}: {key!r} is not a schema field the API server knows"
@@ -116,7 +116,7 @@ def _node_problems(node: Json, where: str, in_junctor: bool) -> Iterator[str]:
             yield f"{where}: {name!r} is specified inside a junctor but not outside it"
 
 
-def _walk(node: Json, where: str, in_junctor: bool) -> Iterator[str]:
+def _walk(node: Obj, where: str, in_junctor: bool) -> Iterator[str]:
     yield from _node_problems(node, where, in_junctor)
     for path, sub in _children(node, where):
         yield from _walk(sub, path, in_junctor)
@@ -124,7 +124,7 @@ def _walk(node: Json, where: str, in_junctor: bool) -> Iterator[str]:
         yield from _walk(member, f"{where}(junctor)", True)
 
 
-def structural_problems(root: Json) -> list[str]:
+def structural_problems(root: Obj) -> list[str]:
     """Why the API server would refuse `root` (a CRD version's openAPIV3Schema); [] if none."""
     problems = list(_walk(root, "<root>", False))
     metadata = (root.get("properties") or {}).get("metadata")
@@ -135,7 +135,7 @@ def structural_problems(root: Json) -> list[str]:
     return problems
 
 
-def _type_problem(value: Any, node: Json, path: str) -> str | None:
+def _type_problem(value: Any, node: Obj, path: str) -> str | None:
     got = json_type(value)
     if got == "null":
         return None  # kept where nullable, else pruned: absent either way
@@ -152,7 +152,7 @@ def _type_problem(value: Any, node: Json, path: str) -> str | None:
     return None
 
 
-def admission_problems(value: Any, node: Json, path: str) -> list[str]:
+def admission_problems(value: Any, node: Obj, path: str) -> list[str]:
     """Fields of `value` the API server would prune, and values of a type it would refuse."""
     problem = _type_problem(value, node, path)
     if problem is not None:

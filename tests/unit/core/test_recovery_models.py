@@ -17,7 +17,7 @@ from t9kjobs.models import RecoveryPolicy, recovery_of
 from t9kjobs.testing.kit.admission import AdmissionTier, refusal_names
 from tests.unit.core.test_template_refusals import (
     BUILDERS,
-    Json,
+    Obj,
     generic,
     problems,
     template,
@@ -26,20 +26,20 @@ from tests.unit.core.test_template_refusals import (
 RP = "spec.recoveryPolicy"
 
 
-def _with(policy: Json, kind: str = "GenericJob") -> Json:
+def _with(policy: Obj, kind: str = "GenericJob") -> Obj:
     doc = BUILDERS[kind](template())
     doc["spec"]["recoveryPolicy"] = policy
     return doc
 
 
-def _rule(**rule: Any) -> Json:
+def _rule(**rule: Any) -> Obj:
     return {"rules": [rule]}
 
 
 EXIT_42 = {"operator": "In", "values": [42]}
 
 # (case, policy, the path both refuse it at, words of validate's message); "" path: accepted
-CASES: list[tuple[str, Json, str, str]] = [
+CASES: list[tuple[str, Obj, str, str]] = [
     ("empty", {}, "", ""),
     ("fail-42", _rule(name="bad", onExitCodes=EXIT_42, action="FailJob"), "", ""),
     ("ignore-disruption", _rule(onPodConditions=[{"type": "DisruptionTarget"}], action="Ignore"), "", ""),
@@ -80,7 +80,7 @@ CASES: list[tuple[str, Json, str, str]] = [
     ("policy", "path", "says"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_validate_refuses_at_the_field_path(
-    manager: PluginManager, policy: Json, path: str, says: str
+    manager: PluginManager, policy: Obj, path: str, says: str
 ) -> None:
     found = problems(manager, _with(policy))
     if not path:
@@ -145,7 +145,7 @@ def tier(kit_kubeconfig: Path, manager: PluginManager) -> Iterator[AdmissionTier
     ("policy", "path", "says"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_the_api_server_agrees(
-    tier: AdmissionTier, manager: PluginManager, policy: Json, path: str, says: str
+    tier: AdmissionTier, manager: PluginManager, policy: Obj, path: str, says: str
 ) -> None:
     answer = tier.dry_run(_with(policy))
     if not path:

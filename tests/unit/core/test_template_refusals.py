@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -25,27 +24,27 @@ from t9kjobs.cli.main import main
 from t9kjobs.loading import JobError, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_VERSION
+from t9kjobs.vocabulary import Obj
 
 CONTAINER = {"name": "main", "image": "busybox"}
-Json = dict[str, Any]
 
 
-def template(spec: Json | None = None, **metadata: Json) -> Json:
-    out: Json = {"spec": {"containers": [CONTAINER], **(spec or {})}}
+def template(spec: Obj | None = None, **metadata: Obj) -> Obj:
+    out: Obj = {"spec": {"containers": [CONTAINER], **(spec or {})}}
     if metadata:
         out["metadata"] = metadata
     return out
 
 
-def manifest(kind: str, spec: Json) -> Json:
+def manifest(kind: str, spec: Obj) -> Obj:
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": "job"}, "spec": spec}
 
 
-def generic(tpl: Json) -> Json:
+def generic(tpl: Obj) -> Obj:
     return manifest("GenericJob", {"replicaSpecs": [{"type": "worker", "template": tpl}]})
 
 
-def pytorch(tpl: Json) -> Json:
+def pytorch(tpl: Obj) -> Obj:
     return manifest(
         "PyTorchTrainingJob",
         {
@@ -57,13 +56,13 @@ def pytorch(tpl: Json) -> Json:
     )
 
 
-def deepspeed(tpl: Json) -> Json:
+def deepspeed(tpl: Obj) -> Obj:
     return manifest(
         "DeepSpeedJob", {"config": {"run": {"python": ["train.py"]}}, "worker": {"template": tpl}}
     )
 
 
-def colossalai(tpl: Json, **spec: Json) -> Json:
+def colossalai(tpl: Obj, **spec: Obj) -> Obj:
     return manifest(
         "ColossalAIJob",
         {
@@ -86,7 +85,7 @@ BUILDERS["ColossalAIJob"] = colossalai
 KINDS = list(BUILDERS)
 
 
-def problems(manager: PluginManager, doc: Json) -> dict[str, str]:
+def problems(manager: PluginManager, doc: Obj) -> dict[str, str]:
     """validate's refusal of the manifest's schema and rules: path -> message; {} if none."""
     try:
         parse_job(copy.deepcopy(doc), manager)
@@ -98,7 +97,7 @@ def problems(manager: PluginManager, doc: Json) -> dict[str, str]:
 # -- reserved label and annotation keys ------------------------------------------------------
 
 # (case, labels, annotations, path under the template, the key the message names)
-RESERVED: list[tuple[str, Json, Json, str, str]] = [
+RESERVED: list[tuple[str, Obj, Obj, str, str]] = [
     (
         "owner-name-label",
         {"tensorstack.dev/owner-name": "victim"},
@@ -131,7 +130,7 @@ RESERVED: list[tuple[str, Json, Json, str, str]] = [
     ids=[case[0] for case in RESERVED],
 )
 def test_reserved_keys_are_refused_at_their_field_path(
-    manager: PluginManager, kind: str, labels: Json, annotations: Json, where: str, says: str
+    manager: PluginManager, kind: str, labels: Obj, annotations: Obj, where: str, says: str
 ) -> None:
     meta = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
     found = problems(manager, BUILDERS[kind](template(**meta)))
@@ -219,7 +218,7 @@ def test_host_network_is_refused_for_the_ssh_kinds(manager: PluginManager, kind:
     assert problems(manager, BUILDERS[kind](template({"hostNetwork": False}))) == {}
 
 
-def _ports(*ports: Json, init: bool = False) -> Json:
+def _ports(*ports: Obj, init: bool = False) -> Obj:
     container = {**CONTAINER, "ports": list(ports)}
     if init:
         return {"initContainers": [{**container, "name": "init"}]}
@@ -319,7 +318,7 @@ def test_colossalai_ssh_paths_must_be_plain_absolute_paths(
         {"sshdPath": "/opt/...hidden/sshd"},
     ],
 )
-def test_plain_ssh_paths_are_accepted(manager: PluginManager, ssh: Json) -> None:
+def test_plain_ssh_paths_are_accepted(manager: PluginManager, ssh: Obj) -> None:
     assert problems(manager, colossalai(template(), ssh=ssh)) == {}
 
 
@@ -358,7 +357,7 @@ def test_a_colossalai_module_name_ending_in_a_newline_is_refused(manager: Plugin
 SECRET = "victim-ssh"
 HOSTFILE = "victim-hostfile"
 # (case, pod spec, the path under the template's spec, what the message begins with)
-FOREIGN: list[tuple[str, Json, str, str]] = [
+FOREIGN: list[tuple[str, Obj, str, str]] = [
     (
         "secret-volume",
         {"volumes": [{"name": "keys", "secret": {"secretName": SECRET}}]},
@@ -415,7 +414,7 @@ FOREIGN: list[tuple[str, Json, str, str]] = [
     ("spec", "where", "says"), [c[1:] for c in FOREIGN], ids=[c[0] for c in FOREIGN]
 )
 def test_a_template_may_not_name_the_operators_secrets_and_config_maps(
-    manager: PluginManager, kind: str, spec: Json, where: str, says: str
+    manager: PluginManager, kind: str, spec: Obj, where: str, says: str
 ) -> None:
     """`victim-ssh` is another job's SSH keys (root ssh into its workers), `victim-hostfile`
     its launcher's hosts: no template of any kind may mount or read them."""

@@ -22,7 +22,7 @@ from tests.unit.core.test_template_refusals import (
     CONTAINER,
     FOREIGN,
     TEMPLATE_PATH,
-    Json,
+    Obj,
     colossalai,
     deepspeed,
     generic,
@@ -38,7 +38,7 @@ DP, CP = TEMPLATE_PATH["DeepSpeedJob"], TEMPLATE_PATH["ColossalAIJob"]
 
 # (case, manifest, the path both refuse it at; "" for one both accept, with the server's words
 # that must be in its refusal)
-CASES: list[tuple[str, Json, str, str]] = [
+CASES: list[tuple[str, Obj, str, str]] = [
     (
         "generic-owner-label",
         generic(template(labels=OWNER_NAME)),
@@ -246,7 +246,7 @@ def tier(kit_kubeconfig: Path, manager: PluginManager) -> Iterator[AdmissionTier
     ("manifest", "path", "says"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_validate_and_the_api_server_agree(
-    tier: AdmissionTier, manager: PluginManager, manifest: Json, path: str, says: str
+    tier: AdmissionTier, manager: PluginManager, manifest: Obj, path: str, says: str
 ) -> None:
     by_validate = problems(manager, manifest)
     answer = tier.dry_run(manifest)

@@ -24,26 +24,25 @@ from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import ApiModel, JobSpec, JobStatus, ReplicaSpec
 from t9kjobs.models._base import field_spellings
+from t9kjobs.vocabulary import Obj
 
 REPO = Path(__file__).resolve().parents[4]
 CRDS_DIR = REPO / "crds"
 BUNDLED_DISTRIBUTION = "t9k-jobs"
 
-Json = dict[str, Any]
-
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def spec_schema(crd: Json) -> Any:
+def spec_schema(crd: Obj) -> Any:
     return root_schema(crd)["properties"]["spec"]
 
 
-def root_schema(crd: Json) -> Any:
+def root_schema(crd: Obj) -> Any:
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def nodes(node: Json, path: str = "") -> Iterator[tuple[str, Json]]:
+def nodes(node: Obj, path: str = "") -> Iterator[tuple[str, Obj]]:
     """Every schema node under `node` with its path (`a.b[].c{}`)."""
     yield path, node
     for name, sub in (node.get("properties") or {}).items():
@@ -54,7 +53,7 @@ def nodes(node: Json, path: str = "") -> Iterator[tuple[str, Json]]:
         yield from nodes(node["additionalProperties"], f"{path}{{}}")
 
 
-def structural_problems(schema: Json) -> list[str]:
+def structural_problems(schema: Obj) -> list[str]:
     """What makes a schema non-structural (or refused by the API server), node by node."""
     problems = []
     for path, node in nodes(schema):
@@ -111,7 +110,7 @@ def structural_problems(schema: Json) -> list[str]:
     return problems
 
 
-def _field_models(annotation: Any, node: Json) -> Iterator[tuple[type[BaseModel], Json]]:
+def _field_models(annotation: Any, node: Obj) -> Iterator[tuple[type[BaseModel], Obj]]:
     """The models an annotation holds, each with its node in the schema."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -128,7 +127,7 @@ def _field_models(annotation: Any, node: Json) -> Iterator[tuple[type[BaseModel]
         yield from _field_models(args[1], node.get("additionalProperties", {}))
 
 
-def model_nodes(model: type[BaseModel], node: Json) -> Iterator[tuple[type[BaseModel], Json]]:
+def model_nodes(model: type[BaseModel], node: Obj) -> Iterator[tuple[type[BaseModel], Obj]]:
     """Every model reachable from `model`, with the schema node it is rendered as."""
     yield model, node
     props = node.get("properties", {})
@@ -139,12 +138,12 @@ def model_nodes(model: type[BaseModel], node: Json) -> Iterator[tuple[type[BaseM
                 yield from model_nodes(sub, sub_node)
 
 
-def rules(node: Json) -> list[str]:
+def rules(node: Obj) -> list[str]:
     return [r["rule"] for r in node.get("x-kubernetes-validations", [])]
 
 
 @pytest.fixture(scope="module")
-def all_crds(manager: PluginManager) -> dict[str, Json]:
+def all_crds(manager: PluginManager) -> dict[str, Obj]:
     return {kind: crd_for(info) for kind, info in manager.kinds.items()}
 
 
@@ -157,7 +156,7 @@ def test_the_four_bundled_kinds_are_served(manager: PluginManager) -> None:
     )
 
 
-def test_every_schema_is_structural(all_crds: dict[str, Json]) -> None:
+def test_every_schema_is_structural(all_crds: dict[str, Obj]) -> None:
     problems = [
         f"{kind}: {p}"
         for kind, crd in all_crds.items()
@@ -188,14 +187,14 @@ def test_the_checker_finds_what_is_not_structural() -> None:
     assert any(".e: CEL rules on a typeless node" in p for p in found)
 
 
-def test_metadata_is_only_an_object(all_crds: dict[str, Json]) -> None:
+def test_metadata_is_only_an_object(all_crds: dict[str, Obj]) -> None:
     for crd in all_crds.values():
         root = root_schema(crd)
         assert root["properties"]["metadata"] == {"type": "object"}
         assert root["required"] == ["spec"]
 
 
-def test_property_names_are_the_wire_spelling(all_crds: dict[str, Json]) -> None:
+def test_property_names_are_the_wire_spelling(all_crds: dict[str, Obj]) -> None:
     # pydantic's to_camel spells t9k_scheduler `t9KScheduler`; the API spells `t9kScheduler`.
     for kind, crd in all_crds.items():
         for path, _ in nodes(root_schema(crd)):
@@ -205,7 +204,7 @@ def test_property_names_are_the_wire_spelling(all_crds: dict[str, Json]) -> None
     assert list(scheduler["properties"]) == ["t9kScheduler"]
 
 
-def test_every_spec_field_is_described(all_crds: dict[str, Json]) -> None:
+def test_every_spec_field_is_described(all_crds: dict[str, Obj]) -> None:
     # `kubectl explain <kind>.spec...` prints these.
     missing = [
         f"{kind}.spec{path}"
@@ -217,7 +216,7 @@ def test_every_spec_field_is_described(all_crds: dict[str, Json]) -> None:
 
 
 def test_the_status_schema_is_the_status_model(
-    manager: PluginManager, all_crds: dict[str, Json]
+    manager: PluginManager, all_crds: dict[str, Obj]
 ) -> None:
     for kind, crd in all_crds.items():
         status = dict(root_schema(crd)["properties"]["status"])
@@ -231,7 +230,7 @@ def test_the_status_schema_is_the_status_model(
 # -- encodings of the model types ------------------------------------------------------------
 
 
-def test_restart_policy_string_or_object_encoding(all_crds: dict[str, Json]) -> None:
+def test_restart_policy_string_or_object_encoding(all_crds: dict[str, Obj]) -> None:
     replica = spec_schema(all_crds["GenericJob"])["properties"]["replicaSpecs"]["items"]
     policy = replica["properties"]["restartPolicy"]
     assert "type" not in policy
@@ -246,7 +245,7 @@ def test_restart_policy_string_or_object_encoding(all_crds: dict[str, Json]) -> 
     assert not re.fullmatch(policy["pattern"], "Sometimes")
 
 
-def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Json]) -> None:
+def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Obj]) -> None:
     spec = spec_schema(all_crds["GenericJob"])["properties"]
     port = spec["service"]["properties"]["ports"]["items"]["properties"]
     assert port["targetPort"] == {
@@ -274,7 +273,7 @@ def test_int_or_string_nullable_and_dict_encodings(all_crds: dict[str, Json]) ->
     assert container["properties"]["command"]["items"] == {"type": "string"}
 
 
-def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
+def test_enums_minimums_and_defaults(all_crds: dict[str, Obj]) -> None:
     spec = spec_schema(all_crds["GenericJob"])["properties"]
     assert spec["cleanUpPolicy"]["enum"] == ["All", "Unfinished", "None"]
     assert spec["cleanUpPolicy"]["default"] == "None"
@@ -291,7 +290,7 @@ def test_enums_minimums_and_defaults(all_crds: dict[str, Json]) -> None:
 
 
 def test_every_alias_spelling_is_a_property(
-    manager: PluginManager, all_crds: dict[str, Json]
+    manager: PluginManager, all_crds: dict[str, Obj]
 ) -> None:
     seen = 0
     for kind, info in manager.kinds.items():
@@ -318,7 +317,7 @@ def test_every_alias_spelling_is_a_property(
     assert seen >= 5  # enabled x3, queue, and the plugins' own
 
 
-def test_queue_alias_is_required_by_a_rule(all_crds: dict[str, Json]) -> None:
+def test_queue_alias_is_required_by_a_rule(all_crds: dict[str, Obj]) -> None:
     t9k = spec_schema(all_crds["GenericJob"])["properties"]["scheduler"]["properties"][
         "t9kScheduler"
     ]
@@ -344,7 +343,7 @@ def _rules_in(extra: Any) -> list[str]:
 
 
 def test_rules_declared_on_models_are_copied(
-    manager: PluginManager, all_crds: dict[str, Json]
+    manager: PluginManager, all_crds: dict[str, Obj]
 ) -> None:
     copied = 0
     for kind, info in manager.kinds.items():
@@ -360,7 +359,7 @@ def test_rules_declared_on_models_are_copied(
     assert copied >= 6
 
 
-def test_generic_replica_types_are_unique_and_bounded(all_crds: dict[str, Json]) -> None:
+def test_generic_replica_types_are_unique_and_bounded(all_crds: dict[str, Obj]) -> None:
     specs = spec_schema(all_crds["GenericJob"])["properties"]["replicaSpecs"]
     assert specs["maxItems"] == 32 and specs["minItems"] == 1
     assert rules(specs) == [
@@ -369,7 +368,7 @@ def test_generic_replica_types_are_unique_and_bounded(all_crds: dict[str, Json])
     ]
 
 
-def test_elastic_rules_on_every_kind_with_elastic(all_crds: dict[str, Json]) -> None:
+def test_elastic_rules_on_every_kind_with_elastic(all_crds: dict[str, Obj]) -> None:
     with_elastic = {
         kind: spec_schema(crd)["properties"]["elastic"]
         for kind, crd in all_crds.items()
@@ -385,7 +384,7 @@ def test_elastic_rules_on_every_kind_with_elastic(all_crds: dict[str, Json]) -> 
         assert "self.maxReplicas == oldSelf.maxReplicas" in found, kind
 
 
-def test_resume_specs_are_frozen_while_paused(all_crds: dict[str, Json]) -> None:
+def test_resume_specs_are_frozen_while_paused(all_crds: dict[str, Obj]) -> None:
     for kind, crd in all_crds.items():
         run_mode = spec_schema(crd)["properties"].get("runMode")
         if run_mode is None:
@@ -439,8 +438,8 @@ spec:
 """
 
 
-def _generic(**spec: Any) -> Json:
-    doc: Json = yaml.safe_load(GENERIC)
+def _generic(**spec: Any) -> Obj:
+    doc: Obj = yaml.safe_load(GENERIC)
     doc["spec"].update(spec)
     return doc
 
@@ -464,7 +463,7 @@ def _generic(**spec: Any) -> Json:
     ],
 )
 def test_validate_refuses_what_admission_refuses(
-    manager: PluginManager, spec: Json, message: str
+    manager: PluginManager, spec: Obj, message: str
 ) -> None:
     with pytest.raises(JobError) as err:
         load_job(_generic(**spec), manager)
@@ -490,14 +489,14 @@ def test_validate_accepts_either_spelling(manager: PluginManager) -> None:
         ({"maxReplicas": 2, "expectedReplicas": 3}, "expectedReplicas (3) must be <= maxReplicas"),
     ],
 )
-def test_elastic_bounds_are_validated(elastic: Json, message: str) -> None:
+def test_elastic_bounds_are_validated(elastic: Obj, message: str) -> None:
     from t9kjobs.models import ElasticConfig
 
     with pytest.raises(ValueError, match=re.escape(message)):
         ElasticConfig.model_validate(elastic)
 
 
-def _walk(node: Json, path: str = "") -> Iterator[tuple[str, Json]]:
+def _walk(node: Obj, path: str = "") -> Iterator[tuple[str, Obj]]:
     yield path, node
     for name, sub in (node.get("properties") or {}).items():
         yield from _walk(sub, f"{path}.{name}")
@@ -507,7 +506,7 @@ def _walk(node: Json, path: str = "") -> Iterator[tuple[str, Json]]:
 
 
 def test_every_field_says_its_values_and_default_for_kubectl_explain(
-    all_crds: dict[str, Json],
+    all_crds: dict[str, Obj],
 ) -> None:
     """kubectl explain prints descriptions: every enum value and every default is in one."""
     checked = 0
@@ -536,7 +535,7 @@ def test_every_field_says_its_values_and_default_for_kubectl_explain(
         ({"enum": ["x"], "default": "x"}, "One of: x. Defaults to x."),
     ],
 )
-def test_enum_and_default_sentences(node: Json, description: str) -> None:
+def test_enum_and_default_sentences(node: Obj, description: str) -> None:
     from t9kjobs.crds._explain import _note_values
 
     _note_values(node)
@@ -546,7 +545,7 @@ def test_enum_and_default_sentences(node: Json, description: str) -> None:
 # -- CRD envelope ----------------------------------------------------------------------------
 
 
-def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[str, Json]) -> None:
+def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[str, Obj]) -> None:
     for kind, info in manager.kinds.items():
         crd = all_crds[kind]
         assert crd["metadata"]["name"] == f"{info.plural}.batch.tensorstack.dev"
@@ -584,7 +583,7 @@ def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[s
             assert "scale" not in version["subresources"]
 
 
-def test_elastic_kinds_have_a_scale_subresource(all_crds: dict[str, Json]) -> None:
+def test_elastic_kinds_have_a_scale_subresource(all_crds: dict[str, Obj]) -> None:
     for kind in ("DeepSpeedJob", "PyTorchTrainingJob"):
         assert "scale" in all_crds[kind]["spec"]["versions"][0]["subresources"], kind
 
