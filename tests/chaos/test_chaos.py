@@ -42,14 +42,14 @@ import pytest
 from t9kjobs.kube.transport import Transport, load_configuration
 from t9kjobs.objects import LABEL_OWNER_KIND
 from t9kjobs.testing.harness import crds
+from t9kjobs.vocabulary import Obj
 from tests.chaos.audit import Audit
+from tests.chaos.judges import QUEUE_LABEL, controller_uid, gangs_astray, queues_astray
 from tests.chaos.observer import Observer
 from tests.chaos.replicas import LEASE, Replicas
 from tests.chaos.workload import PLURALS, Scripted, workload
 from tests.cluster import Cluster, fresh_namespace
 from tests.waiting import TimedOut, until
-
-Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = "/apis/batch.tensorstack.dev/v1beta1"
@@ -57,7 +57,6 @@ FREEZE_SECONDS = 25  # longer than the Lease (15 s): the standby takes over mean
 CHILDREN = ("pods", "services", "configmaps", "secrets")
 GANGS = "/apis/scheduling.k8s.io/v1alpha2"  # every job is a gang (--gang-scheduling auto)
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"  # one job in three waits in a queue (hack/cluster/kueue)
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _env(name: str, default: int) -> int:
@@ -320,13 +319,6 @@ class Chaos:
         return list(answer.get("items") or [])
 
 
-def _controller_uid(obj: Obj) -> str | None:
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
-
-
 def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
     """Every check, with what it found (empty when it holds)."""
     scripted = {j.name: j for j in chaos.jobs}
@@ -357,7 +349,7 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
     pods_of: dict[str | None, list[Obj]] = {}
     for child in children:
         if child.get("kind", "Pod") == "Pod" and "containers" in (child.get("spec") or {}):
-            pods_of.setdefault(_controller_uid(child), []).append(child)
+            pods_of.setdefault(controller_uid(child), []).append(child)
     for name, job in sorted(by_name.items()):
         status = job.get("status") or {}
         phase = status.get("phase")
@@ -399,62 +391,10 @@ def judge(chaos: Chaos, jobs: list[Obj], audit: Audit) -> dict[str, list[str]]:
     checks["queues astray"] = queues_astray(jobs, children, audit.creations("workloads"))
     uids = {j["metadata"]["uid"] for j in jobs}
     for child in children:
-        if _controller_uid(child) not in uids:
+        if controller_uid(child) not in uids:
             meta = child["metadata"]
-            checks["orphans"].append(f"{meta['name']} (controller {_controller_uid(child)})")
+            checks["orphans"].append(f"{meta['name']} (controller {controller_uid(child)})")
     return checks
-
-
-def gangs_astray(jobs: list[Obj], children: list[Obj]) -> list[str]:
-    """No pod in another job's gang, and no gang left to a finished job: a job's pods name its
-    PodGroup (named after it) or none, and a finished job's PodGroup is deleted (it may wait,
-    marked, for the pods the job keeps: podgroup-protection)."""
-    found: list[str] = []
-    by_uid = {j["metadata"]["uid"]: j for j in jobs}
-    for child in children:
-        job = by_uid.get(_controller_uid(child) or "")
-        if job is None:
-            continue  # an orphan: counted there
-        name, meta = job["metadata"]["name"], child["metadata"]
-        finished = (job.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if child.get("kind") == "PodGroup":
-            if finished and not meta.get("deletionTimestamp"):
-                found.append(f"{meta['name']}: the PodGroup of finished {name} is not deleted")
-        elif "containers" in (child.get("spec") or {}):
-            # No gang at all is allowed: a replacement beside a member that ended is placed on
-            # its own (t9kjobs.planner.placement.rejoin_or_alone).
-            group = (child["spec"].get("schedulingGroup") or {}).get("podGroupName")
-            if group not in (None, name):
-                found.append(f"{meta['name']}: in gang {group!r}, not its job's ({name})")
-    return found
-
-
-def queues_astray(jobs: list[Obj], children: list[Obj], created: dict[str, int]) -> list[str]:
-    """A queued job has one Workload, created once (a duplicate would be a second admission),
-    Finished once the job is; a job not queued has none (t9kjobs.planner.queueing)."""
-    found: list[str] = []
-    workloads = {w["metadata"]["name"]: w for w in children if w.get("kind") == "Workload"}
-    for job in jobs:
-        name = job["metadata"]["name"]
-        workload = f"{job['kind'].lower()}-{name}"
-        queued = QUEUE_LABEL in (job["metadata"].get("labels") or {})
-        if not queued:
-            if workload in workloads or created.get(workload):
-                found.append(f"{name}: not queued, yet Workload {workload} was made")
-            continue
-        if created.get(workload, 0) != 1:
-            found.append(f"{name}: Workload {workload} created {created.get(workload, 0)} times")
-        if (job.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            continue  # stuck: counted there
-        held = workloads.get(workload)
-        finished = [
-            c
-            for c in ((held or {}).get("status") or {}).get("conditions") or []
-            if c["type"] == "Finished" and c["status"] == "True"
-        ]
-        if not finished:
-            found.append(f"{name}: finished, its Workload {workload} not Finished: {held}")
-    return found
 
 
 def report(chaos: Chaos, jobs: list[Obj], audit: Audit, checks: dict[str, list[str]]) -> Obj:

@@ -14,17 +14,24 @@ PodGroup CRD removed, one operator) and `kube` (a test's namespace).
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 from t9kjobs.kube.transport import ApiError, Transport, load_configuration
-from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
+from t9kjobs.testing.harness.simulation import (
+    SIM_EXIT_CODE,
+    SIM_RUN_SECONDS,
+    simulate,
+    without_claims,
+)
 from tests import waiting
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.e2e.operator import REPO, OperatorProcess, install_crds, operator_process
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -342,3 +349,40 @@ def finished_lives(pods: Recorder) -> dict[str, list[str]]:
             name, incarnation = ended[uid]
             out.setdefault(name, []).append(incarnation)
     return out
+
+
+def job_status(cluster: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    kind = doc["kind"].lower()
+    meta = doc["metadata"]
+    return dict(get_json(cluster, kind, meta["name"], "-n", meta["namespace"]).get("status") or {})
+
+
+def watch_phases(cluster: Any, doc: dict[str, Any], until: str, timeout: float = 180) -> list[str]:
+    seen: list[str] = []
+
+    def reached() -> bool:
+        phase = job_status(cluster, doc).get("phase")
+        if phase and (not seen or seen[-1] != phase):
+            seen.append(phase)
+        if phase == until:
+            return True
+        assert phase not in ("Succeeded", "Failed") or phase == until, f"ended {phase}: {seen}"
+        return False
+
+    waiting.until(
+        reached,
+        timeout,
+        interval=0.2,
+        what=lambda: f"the job to reach {until}; phases seen: {seen}",
+    )
+    return seen
+
+
+def example(path: str, namespace: str) -> dict[str, Any]:
+    doc = yaml.safe_load((REPO / path).read_text())
+    doc["metadata"]["namespace"] = namespace
+    return simulate(without_claims(doc), exit_code=0, seconds=1)
+
+
+def get_json(cluster: Any, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)

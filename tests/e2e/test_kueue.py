@@ -620,7 +620,7 @@ def test_the_charts_admission_policy_locks_the_queue_label_until_the_job_finishe
     """The chart's ValidatingAdmissionPolicy (kueue.enabled), applied alone: the label of an
     unfinished job can be added but neither changed nor removed; once the job has finished,
     it can."""
-    from tests.unit.deploy.test_chart import install_tool, render_chart
+    from tests.unit.deploy.chart import install_tool, render_chart
 
     values = {"watchNamespaces": [namespace], "kueue": {"enabled": True}}
     objects = [

@@ -8,9 +8,8 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.jobs import example, watch_phases
 from tests.e2e.operator import OperatorProcess, install_crds, operator_process
-from tests.e2e.test_operator import watch_phases
-from tests.e2e.test_operator_discovery import example
 
 LEASE = "t9k-jobs-operator"
 

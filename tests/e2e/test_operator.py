@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from t9kjobs.testing.harness.simulation import simulate, without_claims
-from tests import waiting
+from tests.e2e.jobs import get_json, job_status, watch_phases
 from tests.e2e.operator import REPO, OperatorProcess, operator
 
 __all__ = ["operator"]  # the fixture, imported for this module
@@ -41,37 +41,6 @@ def rendered_pods(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         check=True,
     ).stdout
     return {o["metadata"]["name"]: o for o in json.loads(out) if o["kind"] == "Pod"}
-
-
-def get_json(cluster: Any, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
-def job_status(cluster: Any, doc: dict[str, Any]) -> dict[str, Any]:
-    kind = doc["kind"].lower()
-    meta = doc["metadata"]
-    return dict(get_json(cluster, kind, meta["name"], "-n", meta["namespace"]).get("status") or {})
-
-
-def watch_phases(cluster: Any, doc: dict[str, Any], until: str, timeout: float = 180) -> list[str]:
-    seen: list[str] = []
-
-    def reached() -> bool:
-        phase = job_status(cluster, doc).get("phase")
-        if phase and (not seen or seen[-1] != phase):
-            seen.append(phase)
-        if phase == until:
-            return True
-        assert phase not in ("Succeeded", "Failed") or phase == until, f"ended {phase}: {seen}"
-        return False
-
-    waiting.until(
-        reached,
-        timeout,
-        interval=0.2,
-        what=lambda: f"the job to reach {until}; phases seen: {seen}",
-    )
-    return seen
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,17 +8,10 @@ from typing import Any
 
 import yaml
 
-from t9kjobs.testing.harness.simulation import simulate, without_claims
-from tests.e2e.operator import REPO, install_crds, operator_process
-from tests.e2e.test_operator import job_status, watch_phases
+from tests.e2e.jobs import example, job_status, watch_phases
+from tests.e2e.operator import install_crds, operator_process
 
 MISSING = "colossalaijobs.batch.tensorstack.dev"
-
-
-def example(path: str, namespace: str) -> dict[str, Any]:
-    doc = yaml.safe_load((REPO / path).read_text())
-    doc["metadata"]["namespace"] = namespace
-    return simulate(without_claims(doc), exit_code=0, seconds=1)
 
 
 def test_missing_crd_is_skipped_then_served_once_installed(

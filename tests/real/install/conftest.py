@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import REPO, Cluster
-from tests.unit.deploy.test_chart import CHART, install_tool
+from tests.unit.deploy.chart import CHART, install_tool
 
 NAMESPACE = "t9k-system"
 RELEASE = "t9k-jobs"

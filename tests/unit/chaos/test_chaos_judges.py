@@ -9,8 +9,8 @@ from typing import Any
 
 from t9kjobs.vocabulary import Obj
 from tests.chaos.audit import Audit
+from tests.chaos.judges import gangs_astray
 from tests.chaos.observer import Observer, regressions
-from tests.chaos.test_chaos import gangs_astray
 
 
 def event(at: str, agent: str, verb: str, resource: str, name: str, code: int, **extra: Any) -> Obj:

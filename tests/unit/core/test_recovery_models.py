@@ -15,7 +15,7 @@ from t9kjobs.loading import check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import RecoveryPolicy, recovery_of
 from t9kjobs.testing.kit.admission import AdmissionTier, refusal_names
-from tests.unit.core.test_template_refusals import (
+from tests.unit.core.refusals import (
     BUILDERS,
     Obj,
     generic,

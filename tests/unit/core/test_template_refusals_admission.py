@@ -17,7 +17,7 @@ import pytest
 from t9kjobs.crds import crd_for
 from t9kjobs.manager import PluginManager
 from t9kjobs.testing.kit.admission import AdmissionTier, refusal_names
-from tests.unit.core.test_template_refusals import (
+from tests.unit.core.refusals import (
     BUILDERS,
     CONTAINER,
     FOREIGN,

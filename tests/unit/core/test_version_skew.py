@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from t9kjobs.loading import parse_job
 from t9kjobs.models import JobStatus, dump
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
 NEWER_CONDITION = {

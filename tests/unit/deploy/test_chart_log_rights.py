@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from t9kjobs.vocabulary import Obj
-from tests.unit.deploy.test_chart import CLUSTER_WIDE, install_tool, one, render_chart
+from tests.unit.deploy.chart import CLUSTER_WIDE, install_tool, one, render_chart
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from t9kjobs.vocabulary import Obj
-from tests.unit.deploy.test_chart import (
+from tests.unit.deploy.chart import (
     CHART,
     CLUSTER_WIDE,
     NAMESPACE,

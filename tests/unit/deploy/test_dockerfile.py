@@ -12,62 +12,18 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from t9kjobs.cli.main import _parser
 from tests.unit.conftest import REPO
-from tests.unit.deploy.test_chart import CLUSTER_WIDE, install_tool, render_chart
-
-__all__ = ["build_context"]
+from tests.unit.deploy.chart import CLUSTER_WIDE, install_tool, render_chart
+from tests.unit.deploy.dockerfile import DOCKERIGNORE, Instruction, build_context, instructions
 
 DOCKERFILE = REPO / "Dockerfile"
-DOCKERIGNORE = REPO / ".dockerignore"
-
-
-def build_context(dest: Path) -> Path:
-    """What `docker build .` sends: the files .dockerignore allows (no `__pycache__`)."""
-    dest.mkdir(parents=True)
-    for line in DOCKERIGNORE.read_text().splitlines():
-        if line.startswith("!"):
-            source = REPO / line[1:].rstrip("/")
-            if source.is_dir():
-                ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-                shutil.copytree(source, dest / source.name, ignore=ignore)
-            else:
-                shutil.copy(source, dest / source.name)
-    return dest
-
-
-@dataclass(frozen=True)
-class Instruction:
-    name: str  # upper case: FROM, RUN, ...
-    args: str
-
-
-def instructions(text: str) -> list[list[Instruction]]:
-    """The instructions of each stage, continuation lines joined and comments dropped; ARGs
-    before the first FROM (the global ones) are a stage of their own, first."""
-    stages: list[list[Instruction]] = [[]]
-    logical = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        logical += stripped[:-1] + " " if stripped.endswith("\\") else stripped
-        if stripped.endswith("\\"):
-            continue
-        name, _, args = logical.partition(" ")
-        logical = ""
-        if name.upper() == "FROM":
-            stages.append([])
-        stages[-1].append(Instruction(name.upper(), args.strip()))
-    return stages
 
 
 def values(stage: list[Instruction], name: str) -> list[str]:

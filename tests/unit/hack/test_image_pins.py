@@ -22,7 +22,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.unit.conftest import REPO
-from tests.unit.deploy.test_dockerfile import instructions
+from tests.unit.deploy.dockerfile import instructions
 
 TRAINER = REPO / "hack" / "images" / "trainer"
 LOCK = REPO / "requirements.lock"

@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from tests.unit.conftest import REPO
+from tests.unit.core.cli.running_cli import run
 
 EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"
-
-
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "t9kjobs.cli.main", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        check=False,
-    )
 
 
 def test_plugins_lists_the_bundled_plugins_from_their_entry_points() -> None:

@@ -11,56 +11,17 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.controller.cache import Cache
-from t9kjobs.controller.events import EventRecorder
-from t9kjobs.controller.reconciler import Reconciler
-from t9kjobs.kube.informer import Store
-from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
-from t9kjobs.vocabulary import Obj
+from tests.unit.core.controller.failing_harness import Harness, condition
+from tests.unit.core.controller.reconciling import JOB, KEY, KIND, settle, status_writes
 from tests.unit.core.kube.fake_transport import FakeTransport
-
-from .test_reconciler import JOB, KEY, KIND, settle, status_writes
 
 
 @pytest.fixture
 def creator() -> Iterator[ThreadPoolExecutor]:
     with ThreadPoolExecutor(4) as pool:
         yield pool
-
-
-class Harness:
-    """A reconciler over one job, its stores and the fake API server."""
-
-    def __init__(self, manager: PluginManager, fake: FakeTransport, job: Obj) -> None:
-        self.fake = fake
-        self.jobs = Store()
-        self.jobs.put(copy.deepcopy(job))
-        resource = job_resource(manager.kind_info(KIND))
-        fake.seed(resource.path(KEY[1], KEY[2]), copy.deepcopy(job))
-        self.children = {kind: Store() for kind in CHILD_RESOURCES}
-        self.recorder = EventRecorder(fake.as_transport())
-        absent = frozenset({"PodGroup", "TensorBoard"})
-        self.reconciler = Reconciler(
-            fake.as_transport(),
-            manager,
-            Cache({KIND: resource}, {KIND: self.jobs}, self.children, absent),
-            self.recorder,
-        )
-
-    def reconcile_stored(self) -> None:
-        """Reconcile again: the store holds the job as the last status write left it."""
-        settle(self.reconciler, KEY)
-
-    def events(self) -> list[Obj]:
-        self.recorder.close()
-        return self.fake.posted("events")
-
-
-def condition(status: Obj, type_: str) -> tuple[str, str, str]:
-    found = next(c for c in status["conditions"] if c["type"] == type_)
-    return found["status"], found["reason"], found["message"]
 
 
 def test_a_pod_the_api_server_refuses_fails_the_job_with_its_message(

@@ -16,7 +16,7 @@ from t9kjobs.kube.informer import Store
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_INCARNATION
-from tests.unit.core.controller.test_reconciler import (
+from tests.unit.core.controller.reconciling import (
     KEY,
     WORKERS,
     already_exists,

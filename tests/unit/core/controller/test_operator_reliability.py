@@ -10,55 +10,17 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from t9kjobs.controller.operator import Operator, Options
 from t9kjobs.manager import PluginManager
-from t9kjobs.testing.harness.process import free_port, http_get
+from tests import waiting
+from tests.unit.core.controller.running_operator import Running
 from tests.unit.core.kube.standin_api import StandInApi
 
 JOBS = "/apis/batch.tensorstack.dev/v1beta1"
-
-
-class Running:
-    """An operator's `run()` in a thread, with its health endpoint."""
-
-    def __init__(self, api: StandInApi, manager: PluginManager, **options: Any) -> None:
-        self.port = free_port()
-        defaults: dict[str, Any] = {
-            "metrics_address": "127.0.0.1:0",
-            "health_address": f"127.0.0.1:{self.port}",
-            "identity": "replica-a",
-            "leader_election_namespace": "ns",
-            "workers": 2,
-        }
-        self.operator = Operator(Options(**{**defaults, **options}), manager, api.configuration())
-        self.result: list[int] = []
-        self.thread = threading.Thread(target=lambda: self.result.append(self.operator.run()))
-
-    def start(self) -> Running:
-        self.thread.start()
-        return self
-
-    def get(self, path: str) -> int:
-        try:
-            return http_get(f"http://127.0.0.1:{self.port}{path}", timeout=2)[0]
-        except OSError:
-            return 0
-
-    def stop(self) -> None:
-        self.operator.stop.set()
-        self.thread.join(15)
-
-
-def until(check: Callable[[], object], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_a_controller_thread_that_dies_ends_the_process_and_frees_the_lease(
@@ -87,7 +49,12 @@ def test_a_dead_worker_fails_healthz_and_stops_the_operator(
 ) -> None:
     running = Running(api, manager).start()
     try:
-        until(lambda: running.get("/readyz") == 200)
+        waiting.until(
+            lambda: running.get("/readyz") == 200,
+            10,
+            interval=0.05,
+            what="running.get('/readyz') == 200",
+        )
         assert running.get("/healthz") == 200
         supervisor = running.operator.supervisor
         died = threading.Event()
@@ -98,7 +65,12 @@ def test_a_dead_worker_fails_healthz_and_stops_the_operator(
 
         supervisor.spawn("worker-x", dies)
         died.set()
-        until(lambda: running.get("/healthz") in (0, 500))  # failing, or already gone
+        waiting.until(
+            lambda: running.get("/healthz") in (0, 500),
+            10,
+            interval=0.05,
+            what="running.get('/healthz') in (0, 500)",
+        )  # failing, or already gone
         running.thread.join(15)
         assert running.result == [1]
         assert supervisor.failure == "thread worker-x died"
@@ -114,9 +86,19 @@ def test_start_up_discovery_errors_are_waited_out_while_not_ready(
     with caplog.at_level(logging.WARNING, logger="t9kjobs.operator"):
         running.start()
         try:
-            until(lambda: running.get("/healthz") == 200)
+            waiting.until(
+                lambda: running.get("/healthz") == 200,
+                10,
+                interval=0.05,
+                what="running.get('/healthz') == 200",
+            )
             assert running.get("/readyz") == 503
-            until(lambda: running.get("/readyz") == 200, seconds=20)
+            waiting.until(
+                lambda: running.get("/readyz") == 200,
+                20,
+                interval=0.05,
+                what="running.get('/readyz') == 200",
+            )
             assert running.thread.is_alive() and running.result == []
         finally:
             running.stop()
@@ -145,7 +127,12 @@ def test_the_lease_is_renewed_while_the_workers_client_is_saturated(
     running.operator.transport.limiter.acquire()  # the workers' next request waits ~100 s
     running.start()
     try:
-        until(lambda: len(api.requests("PUT", "/leases/")) >= 5, seconds=10)
+        waiting.until(
+            lambda: len(api.requests("PUT", "/leases/")) >= 5,
+            10,
+            interval=0.05,
+            what="len(api.requests('PUT', '/leases/')) >= 5",
+        )
         assert running.thread.is_alive()
         lease = api.lease("ns", "t9k-jobs-operator")
         assert lease is not None and lease["spec"]["holderIdentity"] == "replica-a"
@@ -185,7 +172,12 @@ def test_the_resync_reconciles_a_job_whose_cache_changed_without_an_event(
     try:
         # Its pods are created, its first status written (FOLDED_STATUS_SECONDS later), and a
         # sweep after that finds nothing to do.
-        until(lambda: operator.jobs.reconciler.unchanged(key), seconds=15)
+        waiting.until(
+            lambda: operator.jobs.reconciler.unchanged(key),
+            15,
+            interval=0.05,
+            what="operator.jobs.reconciler.unchanged(key)",
+        )
         settled = reconciles(operator)
         time.sleep(1.5)  # about five sweeps
         assert reconciles(operator) == settled
@@ -195,7 +187,12 @@ def test_the_resync_reconciles_a_job_whose_cache_changed_without_an_event(
         pod["status"] = {"phase": "Running"}
         pods.put(pod)  # as an informer would, had its handler's event been lost
         assert not operator.jobs.reconciler.unchanged(key)
-        until(lambda: reconciles(operator) > settled, seconds=5)
+        waiting.until(
+            lambda: reconciles(operator) > settled,
+            5,
+            interval=0.05,
+            what="reconciles(operator) > settled",
+        )
     finally:
         running.stop()
     assert running.result == [0]
@@ -225,7 +222,12 @@ def test_the_resync_leaves_out_a_finished_job_whose_replicas_have_all_ended(
     monkeypatch.setattr(running.operator.jobs.reconciler, "unchanged", lambda key: False)
     running.start()
     try:
-        until(lambda: seen.count("quiet") >= 4 and seen.count("following") >= 4, seconds=15)
+        waiting.until(
+            lambda: seen.count("quiet") >= 4 and seen.count("following") >= 4,
+            15,
+            interval=0.05,
+            what="seen.count('quiet') >= 4 and seen.count('following') >= 4",
+        )
     finally:
         running.stop()
     assert seen.count("settled") == 1, seen

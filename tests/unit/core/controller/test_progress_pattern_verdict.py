@@ -14,11 +14,10 @@ import yaml
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.progress import ANNOTATION_PROGRESS_PATTERN
-from tests.unit.core.cli.test_cli import run
+from tests.unit.core.cli.running_cli import run
+from tests.unit.core.controller.failing_harness import Harness, condition
+from tests.unit.core.controller.reconciling import JOB, KEY, settle, status_writes
 from tests.unit.core.kube.fake_transport import FakeTransport
-
-from .test_failing import Harness, condition
-from .test_reconciler import JOB, KEY, settle, status_writes
 
 PATH = f'metadata.annotations["{ANNOTATION_PROGRESS_PATTERN}"]'
 REFUSED = [

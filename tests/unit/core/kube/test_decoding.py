@@ -16,8 +16,7 @@ from t9kjobs.kube.informer import Informer
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import Transport
 from t9kjobs.loading import depth_problem
-
-from .test_informer import ScriptedTransport, pod
+from tests.unit.core.kube.scripted import ScriptedTransport, pod
 
 TRICKY = '[{ not ] a } bracket \\" ['  # brackets, an escaped quote, a backslash
 

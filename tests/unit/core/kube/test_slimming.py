@@ -18,7 +18,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from t9kjobs.vocabulary import Obj
-from tests.unit.core.controller.test_reconciler import JOB, KIND
+from tests.unit.core.controller.reconciling import JOB, KIND
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -15,7 +15,8 @@ from t9kjobs.kube.transport import (
     retry_after,
 )
 from t9kjobs.manager import PluginManager
-from tests.unit.core.controller.test_operator_reliability import Running, until
+from tests import waiting
+from tests.unit.core.controller.running_operator import Running
 
 from .standin_api import StandInApi
 
@@ -91,11 +92,21 @@ def test_the_lease_is_renewed_while_the_workers_client_is_throttled(
     )
     running.start()
     try:
-        until(lambda: api.lease("ns", "t9k-jobs-operator") is not None)
+        waiting.until(
+            lambda: api.lease("ns", "t9k-jobs-operator") is not None,
+            10,
+            interval=0.05,
+            what="api.lease('ns', 't9k-jobs-operator') is not None",
+        )
         # From now on every request but the Leases' is told to wait 60 s.
         api.throttled, api.retry_after = 10_000, "60"
         renewed = len(api.requests("PUT", "/leases/"))
-        until(lambda: len(api.requests("PUT", "/leases/")) >= renewed + 5, seconds=10)
+        waiting.until(
+            lambda: len(api.requests("PUT", "/leases/")) >= renewed + 5,
+            10,
+            interval=0.05,
+            what="len(api.requests('PUT', '/leases/')) >= renewed + 5",
+        )
         assert running.thread.is_alive()
         assert api.throttled < 10_000  # the workers' side was refused meanwhile
         lease = api.lease("ns", "t9k-jobs-operator")

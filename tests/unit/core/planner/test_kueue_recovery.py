@@ -12,7 +12,7 @@ from t9kjobs.models import RecoveryRule
 from t9kjobs.planner import Plan
 from t9kjobs.testing.fixtures import pod_in_phase
 from t9kjobs.vocabulary import Obj
-from tests.unit.core.planner.test_queueing import QueueSim, queued_job
+from tests.unit.core.planner.queue_sim import QueueSim, queued_job
 
 GIVE_UP = {"name": "give-up", "onReasons": ["PreemptedByKueue"], "action": "FailJob"}
 

@@ -10,7 +10,7 @@ import pytest
 
 from t9kjobs.models import dump
 from tests.unit.conftest import NOW
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 
 

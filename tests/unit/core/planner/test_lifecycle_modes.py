@@ -6,7 +6,7 @@ from __future__ import annotations
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND
 from t9kjobs.vocabulary import Obj
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 from tests.unit.plugins.deepspeed.jobs import base_manifest
 from tests.unit.plugins.pytorch.helpers import manifest, replica

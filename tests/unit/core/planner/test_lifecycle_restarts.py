@@ -7,7 +7,7 @@ import pytest
 
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 
 

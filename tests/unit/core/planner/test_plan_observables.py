@@ -17,7 +17,7 @@ from t9kjobs.objects import ANNOTATION_INCARNATION, DesiredPod
 from t9kjobs.planner import Event, ObjectRef, Observed, plan
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import KIND, tiny_job, tiny_manager
 
 T = "2026-01-01T12:00:{:02d}Z"

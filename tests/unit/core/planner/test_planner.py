@@ -7,47 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 from t9kjobs.loading import parse_job
-from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Observed, Plan, plan
-from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
+from t9kjobs.testing.fixtures import apply_plan
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import KIND, tiny_job, tiny_manager
-
-
-class Sim:
-    """A job and its children, stepped through plans as the controller would apply them."""
-
-    def __init__(self, manifest: Obj, manager: PluginManager | None = None) -> None:
-        self.manifest = manifest
-        self.manager = manager or tiny_manager()
-        self.objects: dict[tuple[str, str], Obj] = {}
-        self.now = NOW
-
-    def plan(self) -> Plan:
-        job = parse_job(self.manifest, self.manager)
-        return plan(job, Observed(dict(self.objects)), self.now, self.manager.hooks_for(job.kind))
-
-    def step(self) -> Plan:
-        p = self.plan()
-        self.manifest["status"] = dump(p.status)
-        self.objects = apply_plan(self.objects, p)
-        return p
-
-    def pod(self, name: str) -> Obj:
-        return self.objects[("Pod", name)]
-
-    def set(self, name: str, phase: str, code: int | None = None) -> None:
-        self.objects[("Pod", name)] = pod_in_phase(self.pod(name), phase, code)
-
-    @property
-    def status(self) -> Obj:
-        return dict(self.manifest["status"])
-
-    def condition(self, type_: str) -> Obj | None:
-        return next((c for c in self.status.get("conditions", []) if c["type"] == type_), None)
 
 
 def _pods(p: Plan) -> list[str]:

@@ -12,7 +12,7 @@ from t9kjobs.planner import Observed, Plan, ProgressSource, Reading, plan
 from t9kjobs.planner.progress import MAX_REMAINING_SECONDS, complete_progress, record_progress
 from t9kjobs.progress import INT64_MAX, Report
 from tests.unit.conftest import NOW
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 
 

@@ -10,105 +10,15 @@ from typing import Any
 import pytest
 
 from t9kjobs.loading import JobError, load_job, parse_job
-from t9kjobs.manager import PluginManager
-from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
-from t9kjobs.planner import Kueue, Observed, Plan, plan
+from t9kjobs.planner import Kueue, Plan
 from t9kjobs.planner.workloads import pod_set_name, workload_name
 from t9kjobs.settings import KueuePolicy, Settings, configured
-from t9kjobs.testing.fixtures import apply_plan, installed_plugins, pod_in_phase
+from t9kjobs.testing.fixtures import installed_plugins, pod_in_phase
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import NOW
+from tests.unit.core.planner.queue_sim import FLAVOR, KUEUE, WL, QueueSim, queued_job
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
-from tests.unit.plugins.scheduling.test_scheduling import _generic
-
-WL = ("Workload", "tinyjob-tiny")
-FLAVOR = {
-    "metadata": {"name": "gpu"},
-    "spec": {
-        "nodeLabels": {"pool": "a100"},
-        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-    },
-}
-KUEUE = Kueue(
-    flavors={"gpu": FLAVOR},
-    workload_priorities={"high": 1000},
-    pod_priorities={"batch": 5},
-)
-
-
-def queued_job(queue: str = "team", replicas: int = 2, **labels: str) -> Obj:
-    doc = tiny_job(replicas=replicas, restart={"policy": "OnFailure", "limit": 3})
-    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": queue, **labels}
-    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"nvidia.com/gpu": 8}
-    }
-    return doc
-
-
-class QueueSim:
-    """A job and its children stepped through plans, Kueue's objects beside them."""
-
-    def __init__(
-        self, manifest: Obj, kueue: Kueue | None = KUEUE, manager: PluginManager | None = None
-    ) -> None:
-        self.manifest = manifest
-        self.kueue = kueue
-        self.manager = manager or tiny_manager()
-        self.objects: dict[tuple[str, str], Obj] = {}
-        self.absent: frozenset[str] = frozenset()
-        self.conflicts: dict[tuple[str, str], str] = {}
-
-    def plan(self) -> Plan:
-        job = parse_job(copy.deepcopy(self.manifest), self.manager)
-        observed = Observed(dict(self.objects), self.absent, self.conflicts, self.kueue)
-        return plan(job, observed, NOW, self.manager.hooks_for(job.kind))
-
-    def step(self) -> Plan:
-        p = self.plan()
-        self.manifest["status"] = dump(p.status)
-        self.objects = apply_plan(self.objects, p)
-        return p
-
-    def pods(self) -> dict[str, Obj]:
-        return {name: o for (kind, name), o in self.objects.items() if kind == "Pod"}
-
-    def run_pods(self) -> None:
-        for (kind, name), obj in list(self.objects.items()):
-            if kind == "Pod":
-                self.objects[(kind, name)] = pod_in_phase(obj, "Running")
-
-    def kueue_says(self, *conditions: tuple[str, str, str, str], admitted: bool = False) -> None:
-        """Kueue writes the Workload's status: these conditions (type, status, reason,
-        message), and an admission to the `gpu` flavor when `admitted`."""
-        workload = copy.deepcopy(self.objects[WL])
-        status: Obj = {
-            "conditions": [
-                {"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions
-            ]
-        }
-        if admitted:
-            status["admission"] = {
-                "clusterQueue": "cq",
-                "podSetAssignments": [
-                    {"name": "worker", "count": 2, "flavors": {"nvidia.com/gpu": "gpu"}}
-                ],
-            }
-        workload["status"] = status
-        workload["metadata"]["resourceVersion"] = "7"
-        self.objects[WL] = workload
-
-    def admit(self) -> None:
-        self.kueue_says(
-            ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
-            ("Admitted", "True", "Admitted", "The workload is admitted"),
-            admitted=True,
-        )
-
-    def condition(self, type_: str) -> Any:
-        return next(
-            (c for c in self.manifest["status"].get("conditions", []) if c["type"] == type_), None
-        )
+from tests.unit.plugins.scheduling.jobs import generic_ddp
 
 
 def _pod_names(p: Plan) -> list[str]:
@@ -351,7 +261,7 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
     doc = tiny_job(replicas=1)
     doc["spec"]["scheduler"] = {"t9kScheduler": {"queue": "team-a", "priority": 7}}
     manager = installed_plugins()
-    generic = _generic(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
+    generic = generic_ddp(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
     kueue = Kueue(t9k_queues=True, local_queues=frozenset({("ns", "team-a")}))
     with configured(Settings(gang_scheduling="auto")):
         sim = QueueSim(copy.deepcopy(generic), kueue=kueue, manager=manager)
@@ -367,13 +277,13 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
         assert ("Workload", "genericjob-generic-ddp") not in sim.objects
         assert any(o["kind"] == "Pod" for o in p.create)
         # Where the T9k scheduler takes the queue, Kueue does not.
-        sim = QueueSim(_generic(scheduler=generic["spec"]["scheduler"]), manager=manager)
+        sim = QueueSim(generic_ddp(scheduler=generic["spec"]["scheduler"]), manager=manager)
         sim.step()
         assert ("Workload", "genericjob-generic-ddp") not in sim.objects
 
 
 def test_an_admitted_job_is_still_placed_as_a_gang() -> None:
-    doc = _generic()
+    doc = generic_ddp()
     doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
     with configured(Settings(gang_scheduling="native")):
         sim = QueueSim(doc, manager=installed_plugins())
@@ -585,7 +495,7 @@ def test_a_queued_job_that_lost_its_label_and_its_workload_is_refused() -> None:
 def _finished_with_workers_running() -> QueueSim:
     """A GenericJob (master succeeds -> job succeeds; cleanUpPolicy None) admitted, its master
     succeeded while its 3 workers run on."""
-    doc = _generic(cleanUpPolicy="None")
+    doc = generic_ddp(cleanUpPolicy="None")
     doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
     sim = QueueSim(doc, manager=installed_plugins())
     sim.step()
@@ -722,7 +632,7 @@ def test_a_job_without_a_queue_keeps_its_resource_claims() -> None:
 
 
 def test_validate_refuses_a_named_resource_claim_in_a_job_that_asks_for_a_queue() -> None:
-    doc = _generic()
+    doc = generic_ddp()
     template = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
     template["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "shared-gpus"}]
     load_job(copy.deepcopy(doc), installed_plugins())  # no queue: nothing to say

@@ -10,7 +10,7 @@ import pytest
 
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.vocabulary import Obj
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 
 W0 = "tiny-worker-0"

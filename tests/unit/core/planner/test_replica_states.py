@@ -16,7 +16,7 @@ from t9kjobs.planner.replicas import assess
 from t9kjobs.testing.fixtures import pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 from tests.unit.plugins.pytorch.helpers import container, manifest, replica
 

@@ -17,9 +17,9 @@ from t9kjobs.crds import crd_for
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.vocabulary import Obj
-from tests.unit.plugins.colossalai.test_render import example as colossalai_job
+from tests.unit.plugins.colossalai.jobs import example as colossalai_job
 from tests.unit.plugins.deepspeed.jobs import base_manifest as deepspeed_job
-from tests.unit.plugins.generic.test_generic import _example as generic_job
+from tests.unit.plugins.generic.jobs import generic_example as generic_job
 
 REFUSING: dict[str, Callable[[], Obj]] = {
     "DeepSpeedJob": deepspeed_job,

@@ -12,17 +12,10 @@ import yaml
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import Obj
 from t9kjobs.render import render_job
-from tests.unit.conftest import REPO
 from tests.unit.golden import assert_golden
+from tests.unit.plugins.colossalai.jobs import EXAMPLES, example
 
-EXAMPLES = REPO / "examples" / "colossalaijob"
-EXAMPLE = EXAMPLES / "colossalai-example.yaml"
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def example() -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-    return doc
 
 
 def _no_launcher() -> dict[str, Any]:

@@ -11,8 +11,7 @@ from t9kjobs.loading import JobError, load_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import RestartRule
 from t9kjobs.plugins.colossalai.spec import ColossalAIJobSpec
-
-from .test_render import EXAMPLE
+from tests.unit.plugins.colossalai.jobs import EXAMPLE
 
 
 def _manifest(**spec: Any) -> dict[str, Any]:

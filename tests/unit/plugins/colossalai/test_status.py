@@ -13,8 +13,7 @@ from t9kjobs.objects import Obj
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.render import render_job
 from tests.unit.conftest import NOW
-
-from .test_render import example
+from tests.unit.plugins.colossalai.jobs import example
 
 LAUNCHER = "colossalai-example-launcher"
 WORKER_0 = "colossalai-example-worker-0"

@@ -6,8 +6,7 @@ from typing import Any
 
 from t9kjobs.loading import check_job, parse_job
 from t9kjobs.manager import PluginManager
-
-from .test_render import example
+from tests.unit.plugins.colossalai.jobs import example
 
 
 def problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:

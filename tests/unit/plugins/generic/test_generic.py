@@ -7,23 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import JobError, load_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import MAX_PODS, RestartRule
 from t9kjobs.render import render_job
-from tests.unit.conftest import REPO
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.golden import assert_golden
+from tests.unit.plugins.generic.jobs import generic_example
 
 GOLDEN = Path(__file__).parent / "golden"
-EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"
-
-
-def _example() -> dict[str, Any]:
-    return dict(yaml.safe_load(EXAMPLE.read_text()))
 
 
 def _env(pod: dict[str, Any]) -> dict[str, str]:
@@ -31,12 +25,12 @@ def _env(pod: dict[str, Any]) -> dict[str, str]:
 
 
 def test_render_example_matches_golden(manager: PluginManager) -> None:
-    job, _ = load_job(_example(), manager)
+    job, _ = load_job(generic_example(), manager)
     assert_golden(GOLDEN / "torch-ddp.yaml", render_job(job, manager))
 
 
 def test_pods_services_and_substitutions(manager: PluginManager) -> None:
-    job, _ = load_job(_example(), manager)
+    job, _ = load_job(generic_example(), manager)
     objects = render_job(job, manager)
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
     services = [o["metadata"]["name"] for o in objects if o["kind"] == "Service"]
@@ -62,7 +56,7 @@ def test_pods_services_and_substitutions(manager: PluginManager) -> None:
 
 
 def test_no_service_without_spec_service(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     del doc["spec"]["service"]
     for rs in doc["spec"]["replicaSpecs"]:
         rs["template"]["spec"]["containers"][0]["env"] = [{"name": "T", "value": "$(type)-$(rank)"}]
@@ -130,7 +124,7 @@ def test_no_service_without_spec_service(manager: PluginManager) -> None:
 def test_invalid_jobs_name_the_field(
     manager: PluginManager, mutate: Any, path: str, words: str
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     mutate(doc)
     with pytest.raises(JobError) as err:
         load_job(doc, manager)
@@ -157,7 +151,7 @@ def _states(**states: str) -> list[ReplicaState]:
 
 
 def test_finish_rules(manager: PluginManager) -> None:
-    job, _ = load_job(_example(), manager)
+    job, _ = load_job(generic_example(), manager)
     hooks = manager.hooks_for("GenericJob")
     running = dict(master_0="Running", worker_0="Running", worker_1="Running", worker_2="Running")
     assert hooks.compute_status(job, _states(**running)) is None
@@ -173,7 +167,7 @@ def test_finish_rules(manager: PluginManager) -> None:
 
 
 def test_default_rules_without_any(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"].pop("successRules")
     doc["spec"].pop("failureRules")
     job, _ = load_job(doc, manager)
@@ -187,7 +181,7 @@ def test_default_rules_without_any(manager: PluginManager) -> None:
 
 
 def _services(manager: PluginManager, ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["service"] = {"ports": ports}
     if not any(p.get("name") == "torch" for p in ports):
         for rs in doc["spec"]["replicaSpecs"]:  # MASTER_PORT: $(service.port[torch])
@@ -227,7 +221,7 @@ def test_the_string_form_and_the_default_have_the_default_limit_0(
 ) -> None:
     """The GenericJob reference: `limit` defaults to 0. The string form has no limit of its own
     and GenericJob no backoffLimit: by the one restart rule, it restarts nothing either."""
-    doc = _example()
+    doc = generic_example()
     for rs in doc["spec"]["replicaSpecs"]:
         rs.pop("restartPolicy")
         if policy is not None:
@@ -268,7 +262,7 @@ def test_a_single_unnamed_port_and_app_protocol_are_accepted(manager: PluginMana
 def test_named_ports_still_resolve_with_app_protocol_and_long_names(
     manager: PluginManager,
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     name = "torch-distributed"  # a Service port name is a DNS label (63), not IANA (15)
     doc["spec"]["service"] = {
         "ports": [
@@ -311,7 +305,7 @@ def test_named_ports_still_resolve_with_app_protocol_and_long_names(
 def test_ports_a_service_refuses_are_refused(
     manager: PluginManager, ports: list[dict[str, Any]], path: str, words: str
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["service"] = {"ports": ports}
     with pytest.raises(JobError) as err:
         load_job(doc, manager)
@@ -337,7 +331,7 @@ def _problems(manager: PluginManager, doc: dict[str, Any]) -> list[str]:
 def test_unresolved_variables_in_command_and_args_name_the_item(
     manager: PluginManager, group: str, key: str, text: str, path: str
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
     pod_spec.setdefault(group, [{"name": "c", "image": "busybox"}])
     pod_spec[group][0][key] = ["python", "t.py", text] if key == "command" else ["t.py", text]
@@ -349,7 +343,7 @@ def test_unresolved_variables_in_command_and_args_name_the_item(
 def test_unresolved_service_variables_say_when_the_job_has_no_service(
     manager: PluginManager,
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     env = doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["env"]
     env[3]["value"] = "$(service.port[web])"  # no such port
     assert _problems(manager, doc) == [
@@ -366,7 +360,7 @@ def test_unresolved_service_variables_say_when_the_job_has_no_service(
 
 
 def test_repeated_service_port_names_are_refused(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["service"]["ports"] += [
         {"name": "web", "port": 80},
         {"name": "torch", "port": 2223},
@@ -386,7 +380,7 @@ def test_kind_info(manager: PluginManager) -> None:
 def test_variables_are_substituted_in_init_containers_and_args_too(
     manager: PluginManager,
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     pod_spec = doc["spec"]["replicaSpecs"][1]["template"]["spec"]
     pod_spec["containers"][0]["args"] = ["--rank=$(rank)", "--of=$(replicas[worker])"]
     pod_spec["initContainers"] = [
@@ -417,13 +411,13 @@ def test_variables_are_substituted_in_init_containers_and_args_too(
 def test_finish_rule_problems_word_for_word(
     manager: PluginManager, rules: list[dict[str, Any]], found: list[str]
 ) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["successRules"] += rules
     assert _problems(manager, doc) == found
 
 
 def test_a_replica_type_without_containers(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["replicaSpecs"][1]["template"]["spec"]["containers"] = []
     assert _problems(manager, doc) == [
         "spec.replicaSpecs[1].template.spec.containers: at least one container"
@@ -431,7 +425,7 @@ def test_a_replica_type_without_containers(manager: PluginManager) -> None:
 
 
 def test_no_service_hint_for_a_variable_that_is_no_service_one(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     del doc["spec"]["service"]
     for rs in doc["spec"]["replicaSpecs"]:
         rs["template"]["spec"]["containers"][0]["env"] = [{"name": "N", "value": "$(replicas[x])"}]
@@ -457,7 +451,7 @@ def _verdict(manager: PluginManager, doc: dict[str, Any], **states: str) -> Any:
 
 
 def test_verdicts_word_for_word(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     ok = dict(master_0="Succeeded", worker_0="Running", worker_1="Running", worker_2="Running")
     assert _verdict(manager, doc, **ok) == (
         "Succeeded",
@@ -482,7 +476,7 @@ def test_verdicts_word_for_word(manager: PluginManager) -> None:
 
 
 def test_every_replica_finished_without_a_rule_fulfilled(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     doc["spec"]["successRules"] = [{"worker": [0, 1]}]
     doc["spec"]["failureRules"] = [{"master": [0]}]
     states = dict(master_0="Succeeded", worker_0="Succeeded", worker_1="Failed", worker_2="Failed")
@@ -495,7 +489,7 @@ def test_every_replica_finished_without_a_rule_fulfilled(manager: PluginManager)
 
 
 def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     master, worker = doc["spec"]["replicaSpecs"]
     doc["spec"]["replicaSpecs"] = [master, worker, copy.deepcopy(master), copy.deepcopy(worker)]
     assert _problems(manager, doc) == [
@@ -504,7 +498,7 @@ def test_every_repeated_replica_type_is_named(manager: PluginManager) -> None:
 
 
 def test_a_job_has_at_most_max_pods_replicas_in_all(manager: PluginManager) -> None:
-    doc = _example()
+    doc = generic_example()
     master, worker = doc["spec"]["replicaSpecs"]
     master["replicas"], worker["replicas"] = 1, MAX_PODS - 1
     load_job(doc, manager)  # exactly MAX_PODS: accepted

@@ -30,7 +30,7 @@ from t9kjobs.settings import (
 )
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW, REPO
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
 ON = Settings(network_policy=NetworkPolicySettings(enabled=True))

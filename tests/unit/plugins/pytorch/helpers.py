@@ -60,3 +60,23 @@ def env_of(pod: Obj) -> dict[str, str]:
     c = find_container(pod, "python")
     assert c is not None
     return {e["name"]: e["value"] for e in c.get("env") or [] if "value" in e}
+
+
+# What the operator sets on every training container (docs/pytorch.md, "Environment"), spelled
+# out here rather than read from the code: a name renamed there must fail here.
+OPERATOR_ENV = [
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_WORLD_SIZE",
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PET_RDZV_BACKEND",
+    "PET_RDZV_ENDPOINT",
+    "PET_RDZV_ID",
+    "PET_RDZV_CONF",
+]

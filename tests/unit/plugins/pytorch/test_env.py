@@ -6,8 +6,15 @@ from collections.abc import Callable
 
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
-from tests.unit.plugins.pytorch.helpers import Obj, container, env_of, example, manifest, replica
-from tests.unit.plugins.pytorch.test_validation import OPERATOR_ENV
+from tests.unit.plugins.pytorch.helpers import (
+    OPERATOR_ENV,
+    Obj,
+    container,
+    env_of,
+    example,
+    manifest,
+    replica,
+)
 
 Render = Callable[[Obj], list[Obj]]
 

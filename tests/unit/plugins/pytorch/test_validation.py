@@ -18,7 +18,14 @@ from t9kjobs.plugins.pytorch.spec import (
     PyTorchTrainingJobStatus,
     TorchrunConfig,
 )
-from tests.unit.plugins.pytorch.helpers import Obj, container, example, manifest, replica
+from tests.unit.plugins.pytorch.helpers import (
+    OPERATOR_ENV,
+    Obj,
+    container,
+    example,
+    manifest,
+    replica,
+)
 
 
 def problems(manager: PluginManager, doc: Obj) -> list[Problem]:
@@ -79,26 +86,6 @@ def test_reserved_env_names_the_field(manager: PluginManager) -> None:
     assert [p.path for p in found] == ["spec.replicaSpecs[0].template.spec.containers[1].env[1]"]
     assert found[0].severity == "error"
     assert "WORLD_SIZE" in found[0].message
-
-
-# What the operator sets on every training container (docs/pytorch.md, "Environment"), spelled
-# out here rather than read from the code: a name renamed there must fail here.
-OPERATOR_ENV = [
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "WORLD_SIZE",
-    "RANK",
-    "LOCAL_WORLD_SIZE",
-    "PET_NNODES",
-    "PET_NPROC_PER_NODE",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-    "PET_RDZV_BACKEND",
-    "PET_RDZV_ENDPOINT",
-    "PET_RDZV_ID",
-    "PET_RDZV_CONF",
-]
 
 
 @pytest.mark.parametrize("name", OPERATOR_ENV)

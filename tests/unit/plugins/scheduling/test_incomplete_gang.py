@@ -19,8 +19,8 @@ from t9kjobs.planner import Plan
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, stranded
 from t9kjobs.settings import Settings, configured
 from t9kjobs.vocabulary import Obj
-from tests.unit.core.planner.test_planner import Sim
-from tests.unit.plugins.scheduling.test_scheduling import SCHEDULER, _generic
+from tests.unit.core.planner.sim import Sim
+from tests.unit.plugins.scheduling.jobs import SCHEDULER, generic_ddp
 
 MASTER, W0, W1, W2 = (f"generic-ddp-{n}" for n in ("master-0", "worker-0", "worker-1", "worker-2"))
 
@@ -38,7 +38,7 @@ def _placed(sim: Sim, name: str) -> None:
 
 def _stranded_job(manager: PluginManager, **spec: object) -> Sim:
     """The chaos case: master running, worker-0 waiting unplaced, workers 1 and 2 ended."""
-    sim = Sim(_generic(**spec), manager)
+    sim = Sim(generic_ddp(**spec), manager)
     sim.step()
     for name in (MASTER, W0, W1, W2):
         _placed(sim, name)

@@ -20,10 +20,10 @@ from t9kjobs.plugins.scheduling.plugin import gang_of
 from t9kjobs.settings import GangMode, Settings, configured
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import TinyPlugin, tiny_job
 from tests.unit.plugins.deepspeed.jobs import with_spec
-from tests.unit.plugins.scheduling.test_scheduling import MINIMA, MINIMA_IDS, SCHEDULER, _generic
+from tests.unit.plugins.scheduling.jobs import MINIMA, MINIMA_IDS, SCHEDULER, generic_ddp
 
 NATIVE = "PodGroup.scheduling.k8s.io"
 GROUP = (NATIVE, "generic-ddp")
@@ -65,7 +65,7 @@ def _native(p: Plan) -> list[Obj]:
 def test_which_pod_group_a_job_gets(
     manager: PluginManager, mode: GangMode, t9k: bool, absent: set[str], gang: str | None
 ) -> None:
-    doc = _generic(scheduler=SCHEDULER) if t9k else _generic()
+    doc = generic_ddp(scheduler=SCHEDULER) if t9k else generic_ddp()
     job = parse_job(doc, manager)
     assert gang_of(job, frozenset(absent), mode) == gang
 
@@ -73,7 +73,7 @@ def test_which_pod_group_a_job_gets(
 def test_a_native_gang_of_every_pod_created_before_them(
     manager: PluginManager, native: None
 ) -> None:
-    p = _plan(manager, _generic())
+    p = _plan(manager, generic_ddp())
     [group] = _native(p)
     assert group["kind"] == "PodGroup"
     assert group["metadata"]["name"] == "generic-ddp"
@@ -92,7 +92,7 @@ def test_a_native_gang_of_every_pod_created_before_them(
 def test_t9k_scheduler_settings_are_not_carried_to_a_native_gang(
     manager: PluginManager, native: None
 ) -> None:
-    p = _plan(manager, _generic(scheduler=SCHEDULER))
+    p = _plan(manager, generic_ddp(scheduler=SCHEDULER))
     [group] = _native(p)
     assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
     assert not [o for o in p.create if o.get("apiVersion") == "scheduler.tensorstack.dev/v1beta1"]
@@ -104,7 +104,7 @@ def test_t9k_scheduler_settings_are_not_carried_to_a_native_gang(
 def test_where_the_cluster_serves_no_gang_nothing_changes(
     manager: PluginManager, native: None
 ) -> None:
-    p = _plan(manager, _generic(), frozenset({NATIVE, "PodGroup"}))
+    p = _plan(manager, generic_ddp(), frozenset({NATIVE, "PodGroup"}))
     assert not _native(p)
     assert all("schedulingGroup" not in o["spec"] for o in p.create if o["kind"] == "Pod")
     assert p.status.condition("Degraded") is None
@@ -162,7 +162,7 @@ def test_pause_and_the_end_of_a_job_leave_no_pod_group(
     manager: PluginManager, mode: GangMode
 ) -> None:
     with configured(Settings(gang_scheduling=mode)):
-        sim = Sim(_generic(scheduler=SCHEDULER), manager)
+        sim = Sim(generic_ddp(scheduler=SCHEDULER), manager)
         sim.step()
         kind = NATIVE if mode == "native" else "PodGroup"
         assert (kind, "generic-ddp") in sim.objects
@@ -204,7 +204,7 @@ def _placed(pod: Obj) -> Obj:
 
 
 def test_a_gang_that_cannot_be_placed_says_why(manager: PluginManager, native: None) -> None:
-    sim = Sim(_generic(), manager)
+    sim = Sim(generic_ddp(), manager)
     sim.step()
     group = sim.objects[GROUP]
     group["status"] = {
@@ -241,7 +241,7 @@ def test_a_gang_that_cannot_be_placed_says_why(manager: PluginManager, native: N
 
 
 def test_without_a_gang_a_pending_pod_adds_no_condition(manager: PluginManager) -> None:
-    sim = Sim(_generic(), manager)  # the default t9k mode: no gang for this job
+    sim = Sim(generic_ddp(), manager)  # the default t9k mode: no gang for this job
     sim.step()
     name = "generic-ddp-master-0"
     sim.objects[("Pod", name)] = _unschedulable(sim.pod(name), "0/4 nodes are available")
@@ -251,7 +251,7 @@ def test_without_a_gang_a_pending_pod_adds_no_condition(manager: PluginManager) 
 
 
 def test_a_failed_job_shows_its_reason(manager: PluginManager) -> None:
-    sim = Sim(_generic(), manager)
+    sim = Sim(generic_ddp(), manager)
     sim.step()
     sim.set("generic-ddp-master-0", "Failed", 3)
     p = sim.step()
@@ -261,19 +261,19 @@ def test_a_failed_job_shows_its_reason(manager: PluginManager) -> None:
 
 def test_unconfigured_the_library_makes_no_native_gang(manager: PluginManager) -> None:
     """`auto` is the operator's default, not the library's: `render` shows no native gang."""
-    p = _plan(manager, _generic())
+    p = _plan(manager, generic_ddp())
     assert not _native(p)
 
 
 def test_no_pod_joins_a_gang_on_its_way_out(manager: PluginManager, native: None) -> None:
     """Resumed while the paused job's PodGroup still waits for its old pods to go
     (podgroup-protection): the new pods wait for the group to be gone, then a new one."""
-    sim = Sim(_generic(), manager)
+    sim = Sim(generic_ddp(), manager)
     sim.step()
     sim.manifest["spec"]["runMode"] = {"pause": {"enabled": True}}
     sim.step()
     sim.objects[GROUP] = {
-        **sim.objects.get(GROUP, _native(_plan(manager, _generic()))[0]),
+        **sim.objects.get(GROUP, _native(_plan(manager, generic_ddp()))[0]),
         "metadata": {"name": "generic-ddp", "deletionTimestamp": "2026-01-01T12:00:00Z"},
     }
     del sim.manifest["spec"]["runMode"]

@@ -4,28 +4,17 @@ it, and nothing of it when the cluster does not serve PodGroups."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
-import yaml
 
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import NOW, REPO
-from tests.unit.core.planner.test_planner import Sim
+from tests.unit.conftest import NOW
+from tests.unit.core.planner.sim import Sim
 from tests.unit.plugins.deepspeed.jobs import with_spec
-from tests.unit.plugins.pytorch.helpers import manifest, replica
-
-SCHEDULER = {"t9kScheduler": {"queue": "team-a", "priority": 7}}
-
-
-def _generic(**spec: Any) -> Obj:
-    doc: Obj = yaml.safe_load((REPO / "examples/genericjob/torch-ddp.yaml").read_text())
-    doc["metadata"].update(namespace="ns", uid="job-uid")
-    doc["spec"].update(spec)
-    return doc
+from tests.unit.plugins.scheduling.jobs import MINIMA, MINIMA_IDS, SCHEDULER, generic_ddp
 
 
 def _plan(manager: PluginManager, doc: Obj, absent: frozenset[str] = frozenset()) -> Plan:
@@ -39,7 +28,7 @@ def _of(p: Plan, kind: str) -> list[Obj]:
 
 
 def test_without_t9k_scheduler_nothing_changes(manager: PluginManager) -> None:
-    p = _plan(manager, _generic())
+    p = _plan(manager, generic_ddp())
     assert not _of(p, "PodGroup")
     for pod in _of(p, "Pod"):
         assert "schedulerName" not in pod["spec"]
@@ -49,7 +38,7 @@ def test_without_t9k_scheduler_nothing_changes(manager: PluginManager) -> None:
 
 
 def test_a_pod_group_owned_by_the_job_and_pods_that_join_it(manager: PluginManager) -> None:
-    p = _plan(manager, _generic(scheduler=SCHEDULER))
+    p = _plan(manager, generic_ddp(scheduler=SCHEDULER))
     [group] = _of(p, "PodGroup")
     assert group["apiVersion"] == "scheduler.tensorstack.dev/v1beta1"
     assert group["metadata"]["name"] == "generic-ddp"
@@ -73,14 +62,14 @@ def test_a_pod_group_owned_by_the_job_and_pods_that_join_it(manager: PluginManag
 
 
 def test_queue_alias_and_default_priority(manager: PluginManager) -> None:
-    p = _plan(manager, _generic(scheduler={"t9kScheduler": {"Queue": "q"}}))
+    p = _plan(manager, generic_ddp(scheduler={"t9kScheduler": {"Queue": "q"}}))
     assert _of(p, "PodGroup")[0]["spec"] == {"minMember": 4, "queue": "q", "priority": 0}
 
 
 def test_absent_pod_group_kind_leaves_pods_to_the_default_scheduler(
     manager: PluginManager,
 ) -> None:
-    p = _plan(manager, _generic(scheduler=SCHEDULER), frozenset({"PodGroup"}))
+    p = _plan(manager, generic_ddp(scheduler=SCHEDULER), frozenset({"PodGroup"}))
     assert not _of(p, "PodGroup")
     for pod in _of(p, "Pod"):
         assert "schedulerName" not in pod["spec"]
@@ -105,7 +94,7 @@ def test_degraded_clears_when_the_kind_appears(manager: PluginManager) -> None:
             observed = Observed(dict(self.objects), self.absent)
             return plan(job, observed, self.now, self.manager.hooks_for(job.kind))
 
-    sim = Cluster(_generic(scheduler=SCHEDULER), manager)
+    sim = Cluster(generic_ddp(scheduler=SCHEDULER), manager)
     sim.step()
     sim.absent = frozenset()  # a new operator found the CRD installed
     p = sim.step()
@@ -117,7 +106,7 @@ def test_degraded_clears_when_the_kind_appears(manager: PluginManager) -> None:
 def test_changing_the_queue_updates_the_group_and_removing_the_scheduler_deletes_it(
     manager: PluginManager,
 ) -> None:
-    sim = Sim(_generic(scheduler=SCHEDULER), manager)
+    sim = Sim(generic_ddp(scheduler=SCHEDULER), manager)
     sim.step()
     sim.manifest["spec"]["scheduler"] = {"t9kScheduler": {"queue": "team-b"}}
     p = sim.step()
@@ -125,56 +114,6 @@ def test_changing_the_queue_updates_the_group_and_removing_the_scheduler_deletes
     del sim.manifest["spec"]["scheduler"]
     p = sim.step()
     assert [(d.kind, d.name) for d in p.delete] == [("PodGroup", "generic-ddp")]
-
-
-# Jobs (with t9kScheduler), their pods, and how many they cannot run without: a T9k
-# PodGroup's minMember, a kube-scheduler PodGroup's minCount (test_native_gang).
-MINIMA = [
-    # master + elastic workers: minReplicas does not count the master.
-    (
-        manifest(
-            replica("master"),
-            replica("worker", 3),
-            elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
-            scheduler=SCHEDULER,
-        ),
-        4,
-        3,
-    ),
-    # no master type: index 0 of the first type is the master and scales with the rest.
-    (
-        manifest(
-            replica("node", 3),
-            elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 5},
-            scheduler=SCHEDULER,
-        ),
-        3,
-        2,
-    ),
-    # not elastic: every pod.
-    (manifest(replica("master"), replica("worker", 3), scheduler=SCHEDULER), 4, 4),
-    (
-        with_spec(
-            elastic={
-                "enabled": True,
-                "minReplicas": 1,
-                "maxReplicas": 4,
-                "expectedReplicas": 3,
-            },
-            scheduler=SCHEDULER,
-        ),
-        3,
-        1,
-    ),
-    (with_spec(scheduler=SCHEDULER), 2, 2),
-]
-MINIMA_IDS = [
-    "pytorch-master-elastic",
-    "pytorch-elastic",
-    "pytorch",
-    "deepspeed-elastic",
-    "deepspeed",
-]
 
 
 @pytest.mark.parametrize(("doc", "pods", "min_member"), MINIMA, ids=MINIMA_IDS)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.core.testing.kit import broken
-from tests.unit.core.testing.test_conformance import (
+from tests.unit.core.testing.kit_runs import (
     ALL_CONTRACTS,
     GOOD_PLUGIN,
     INVALID,

@@ -1,0 +1,92 @@
+"""A `Reconciler` against the stand-in API server, and what its tests read back (status writes,
+settled reconciles)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import yaml
+
+from t9kjobs.controller.cache import Cache
+from t9kjobs.controller.events import EventRecorder
+from t9kjobs.controller.reconciler import Reconciler
+from t9kjobs.kube.informer import Store
+from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.manager import PluginManager
+from tests.unit.core.kube.fake_transport import FakeTransport
+
+KIND = "PyTorchTrainingJob"
+
+
+KEY = (KIND, "team-a", "mnist")
+
+
+WORKERS = 3
+
+
+JOB = yaml.safe_load(
+    f"""
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: {KIND}
+metadata: {{name: mnist, namespace: team-a, uid: job-uid, resourceVersion: "1"}}
+spec:
+  replicaSpecs:
+    - type: master
+      replicas: 1
+      template:
+        spec:
+          containers: [{{name: pytorch, image: pytorch:2, command: [python, train.py]}}]
+    - type: worker
+      replicas: {WORKERS}
+      template:
+        spec:
+          containers: [{{name: pytorch, image: pytorch:2, command: [python, train.py]}}]
+"""
+)
+
+
+def reconciler(
+    manager: PluginManager,
+    fake: FakeTransport,
+    creator: ThreadPoolExecutor | None,
+    job: Any = JOB,
+) -> tuple[Reconciler, EventRecorder, dict[str, Store]]:
+    jobs = Store()
+    jobs.put(job)
+    children = {kind: Store() for kind in CHILD_RESOURCES}
+    recorder = EventRecorder(fake.as_transport())
+    kind = job["kind"]
+    resource = job_resource(manager.kind_info(kind))
+    meta = job["metadata"]
+    fake.seed(resource.path(meta["namespace"], meta["name"]), job)
+    return (
+        Reconciler(
+            fake.as_transport(),
+            manager,
+            Cache({kind: resource}, {kind: jobs}, children, frozenset({"PodGroup", "TensorBoard"})),
+            recorder,
+            creator=creator,
+        ),
+        recorder,
+        children,
+    )
+
+
+def settle(the_reconciler: Reconciler, key: Any) -> float | None:
+    """Reconcile `key` as the work queue does: again at once while the reconcile asks for it
+    (after its creations); then, seconds until it must run again (None: when a change comes)."""
+    for _ in range(5):
+        result = the_reconciler.reconcile(key)
+        if not result.at_once:
+            return result.requeue_after
+    raise AssertionError(f"{key} still asks to be reconciled at once after 5 reconciles")
+
+
+def status_writes(fake: FakeTransport) -> list[Any]:
+    return [b["status"] for m, p, b in fake.requests if m == "PUT" and p.endswith("/status") and b]
+
+
+def already_exists(path: str) -> ApiError:
+    return ApiError(409, {"message": f"{path} already exists", "reason": "AlreadyExists"})
