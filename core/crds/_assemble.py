@@ -74,6 +74,13 @@ def printer_columns() -> list[Json]:
             "Why the job failed, or why its gang waits (Unschedulable).",
         ),
         column("Age", "date", ".metadata.creationTimestamp", "Since the job was created."),
+        column(
+            "Infra",
+            "integer",
+            ".status.infrastructureRestartCount",
+            "Restarts charged to spec.recoveryPolicy.infrastructureRestartLimit, all replicas.",
+            1,
+        ),
         column("Mode", "string", ".status.runMode", "Immediate, Debug or Pause.", 1),
         column(
             "Progress",

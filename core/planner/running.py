@@ -21,6 +21,8 @@ from t9kjobs.objects import (
 )
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
+from t9kjobs.planner.history import close_recovered, record_restarts
+from t9kjobs.planner.job_restart import waits
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -47,10 +49,17 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
     events: list[Event] = []
 
     restarting = {d.name for d, _ in found.restart}
+    if found.decided:
+        record_restarts(status, found.decided, found.job_restart, pods_by_name, s.ts)
     # Ownership before use: while any name the job needs is held by an object it does not
     # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
-    # them, a pod of its name), no pod of the job is created. See the condition.
-    blocked = bool(observed.conflicts) or _gang_going(s)
+    # them, a pod of its name), no pod of the job is created. See the condition. A job
+    # restart creates its pods once every pod of an older incarnation is gone, all at once.
+    blocked = (
+        bool(observed.conflicts)
+        or _gang_going(s)
+        or waits(status, observed.pods(), found.restarts_recorded)
+    )
     for desired in pods:
         manifest = desired.manifest
         digest = spec_hash(manifest)
@@ -74,6 +83,8 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
     for desired, pod in found.restart:
         deletes.append(deletion(pod))
+        if desired.name in found.job_members:
+            continue  # said once for the whole job, below
         code = exit_code_of(pod, desired.training_container)
         events.append(
             Event(
@@ -85,6 +96,8 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 + (f" ({found.why[desired.name]})" if desired.name in found.why else ""),
             )
         )
+    if found.job_restart is not None:
+        events.append(_job_restart_event(s, found.job_restart))
     # Said with the restart it leads to (once: a restart is decided once); a failure it leaves
     # as it ended is said by the ReplicaFailure condition and the verdict.
     for name, rule in [(n, r) for n, r in found.spent.items() if n in restarting]:
@@ -154,6 +167,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         status, pods, pods_by_name, found.restarts_recorded, found.overridden, found.counted
     )
     phase_and_conditions(s, status, absent)
+    close_recovered(status, found.states, s.ts)
     if conflict is not None:
         set_condition(status, "Initialized", False, "NameConflict", conflict, s.ts)
     return Changes(
@@ -163,6 +177,19 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         delete=tuple(deletes),
         events=tuple(events),
         requeue_after=requeue,
+    )
+
+
+def _job_restart_event(s: Situation, trigger: str) -> Event:
+    """The Warning Event of a job restart: the failure, the rule, what is stopped."""
+    decision, failure = s.found.decided[trigger]
+    budget = (decision.budget or "User").lower()
+    stopped = sorted(s.found.job_members)
+    return Event(
+        "Warning",
+        "RestartingJob",
+        f"{failure.describe(trigger)}; restart the job (rule {decision.rule}, {budget} budget):"
+        f" stopping {', '.join(stopped)}; created again once all are gone",
     )
 
 
