@@ -71,7 +71,8 @@ def printer_columns() -> list[Json]:
             "Reason",
             "string",
             ".status.reason",
-            "Why the job failed, or why its gang waits (Unschedulable).",
+            "Why the job failed, why it waits (its queue, its gang), or the failure a restart"
+            " recovers from.",
         ),
         column("Age", "date", ".metadata.creationTimestamp", "Since the job was created."),
         column(

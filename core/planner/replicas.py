@@ -255,6 +255,8 @@ def assess(
             # The job restarts already (another replica's failure): nothing more is charged.
             restart.append((desired, pod))  # type: ignore[arg-type]
             counts[desired.name] = done + 1
+            if _ends_for_good(desired, "Failed"):
+                overridden.add(desired.name)
             state = "Restarting"
         elif decision is not None and failure is not None and decision.action == "FailJob":
             final = True

@@ -46,3 +46,25 @@ def test_new_and_recovered_counts_each_entry_once() -> None:
     # An entry added and closed by one write is both; one dropped from the front is neither.
     at_once = {**new, "recoveredTime": "2026-01-01T12:02:05Z"}
     assert new_and_recovered([closed], [at_once]) == ([at_once], [(at_once, 5.0)])
+
+
+def test_entries_differ_by_time_replica_and_action() -> None:
+    old = _entry("2026-01-01T12:00:00Z")
+    after = [
+        old,
+        _entry("2026-01-01T12:00:01Z"),
+        _entry("2026-01-01T12:00:00Z", "j-worker-1"),
+        {**old, "action": "Ignore"},
+    ]
+    added, _ = new_and_recovered([old], after)
+    assert added == after[1:]
+
+
+def test_a_recovery_never_takes_less_than_nothing() -> None:
+    # A failure stamped after the recovery (clocks of two machines): 0 seconds, not fewer.
+    skewed = _entry(
+        "2026-01-01T12:00:00Z",
+        failureTime="2026-01-01T12:00:09Z",
+        recoveredTime="2026-01-01T12:00:05Z",
+    )
+    assert new_and_recovered([], [skewed]) == ([skewed], [(skewed, 0.0)])

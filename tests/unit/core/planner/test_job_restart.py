@@ -9,14 +9,18 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from t9kjobs.models import dump
+from t9kjobs.kinds import ReplicaState
+from t9kjobs.loading import parse_job
+from t9kjobs.models import JobStatus, dump
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.planner import Plan
+from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.job_restart import restart_whole_job, waits
 from t9kjobs.testing.fixtures import apply_plan
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
-from tests.unit.core.planner.tinyjob import tiny_job
+from tests.unit.core.planner.tinyjob import KIND, tiny_job, tiny_manager
 
 NAMES = [f"tiny-worker-{i}" for i in range(4)]
 W2 = "tiny-worker-2"
@@ -269,3 +273,138 @@ def test_restart_policy_restarts_get_an_entry_only_with_a_recovery_policy() -> N
                 "restartPolicy",
                 "User",
             )
+
+
+def _state(name: str, state: str, final: bool = False) -> ReplicaState:
+    return ReplicaState("worker", int(name[-1]), name, state, None, final, 0)
+
+
+def test_widening_a_restart_to_the_whole_job() -> None:
+    job = parse_job(_job(), tiny_manager())
+    pods = {d.name: d for d in desired_pods(job, tiny_manager().hooks_for(KIND), job.spec.lifecycle(), False, frozenset())}  # fmt: skip
+    live = {"metadata": {"name": "x"}}
+    leaving = {"metadata": {"name": "y", "deletionTimestamp": "2026-01-01T12:00:00Z"}}
+    observed = {
+        "tiny-worker-0": live,
+        "tiny-worker-1": {"metadata": {"name": "z"}},
+        W2: live,
+        "tiny-worker-3": leaving,
+    }
+    states = [
+        _state("tiny-worker-0", "Running"),
+        _state("tiny-worker-1", "Succeeded", final=True),  # ended for good: stays
+        _state(W2, "Restarting"),  # the failed one, restarted already
+        _state("tiny-worker-3", "Deleted"),  # on its way out: nothing to delete
+    ]
+    restart = [(pods[W2], live)]
+    counts = {W2: 1}
+    members = restart_whole_job(pods.values(), observed, states, restart, counts)
+    assert members == {"tiny-worker-0", W2, "tiny-worker-3"}
+    assert counts == {"tiny-worker-0": 1, W2: 1, "tiny-worker-3": 1}
+    assert [d.name for d, _ in restart] == [W2, "tiny-worker-0"]
+    assert [(s.state, s.restarts) for s in states] == [
+        ("Stopping", 1),
+        ("Succeeded", 0),
+        ("Restarting", 0),
+        ("Deleted", 1),
+    ]
+    # A replica that ended and that its policy restarts (Always) is Restarting, not Stopping.
+    states = [_state("tiny-worker-0", "Succeeded")]
+    restart_whole_job(pods.values(), observed, states, [], {})
+    assert states[0].state == "Restarting"
+
+
+def _pod(name: str, incarnation: str) -> Obj:
+    return {"metadata": {"name": name, "annotations": {ANNOTATION_INCARNATION: incarnation}}}
+
+
+def test_creations_wait_only_while_a_job_restart_is_open_and_an_older_pod_is_left() -> None:
+    def status(action: str, recovered: str | None = None) -> JobStatus:
+        entry = {"time": "t", "replica": W2, "action": action, "reason": "Error",
+                 "rule": "gang", "budget": "User", "recoveredTime": recovered}  # fmt: skip
+        return JobStatus.model_validate({"restartHistory": [entry]})
+
+    older = [_pod(W2, "0")]
+    assert waits(status("RestartJob"), older, {W2: 1})
+    assert not waits(status("RestartJob"), [_pod(W2, "1")], {W2: 1})
+    assert not waits(status("RestartJob"), older, {})  # nothing recorded: not older
+    assert not waits(status("RestartJob", "t2"), older, {W2: 1})  # recovered
+    assert not waits(status("RestartReplica"), older, {W2: 1})  # no job restart
+    assert not waits(JobStatus(), older, {W2: 1})
+
+
+def test_a_restart_after_a_success_is_said_completed() -> None:
+    sim = Sim(tiny_job(replicas=2, restart="Always", recoveryPolicy={}))
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    sim.set("tiny-worker-1", "Succeeded")
+    p = sim.step()
+    [entry] = p.status.restart_history or []
+    assert (entry.reason, entry.exit_code, entry.rule) == ("Completed", 0, "restartPolicy")
+
+
+def test_steps_lost_are_counted_once_per_report() -> None:
+    sim = GracefulSim(tiny_job(2, run_policy={"backoffLimit": 10}, recoveryPolicy={}))
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    sim.set("tiny-worker-1", "Running")
+    sim.step()
+    sim.manifest["status"]["progress"] = {"step": 40, "lastUpdateTime": "2026-01-01T11:59:00Z"}
+    # Two replicas fail in one reconcile: the job lost its 40 steps once.
+    sim.set("tiny-worker-0", "Failed", 1)
+    sim.set("tiny-worker-1", "Failed", 1)
+    p = sim.step()
+    assert [e.steps_lost for e in p.status.restart_history or []] == [40, 0]
+    assert p.status.steps_lost == 40
+    # Failed again before any new report: the same 40 steps are not lost twice.
+    sim.step()
+    sim.set("tiny-worker-0", "Failed", 1)
+    sim.now = NOW + timedelta(seconds=30)
+    p = sim.step()
+    assert (p.status.restart_history or [])[-1].steps_lost is None
+    assert p.status.steps_lost == 40
+    # A report at the very second of the last restart is not newer than it either.
+    sim.manifest["status"]["progress"]["lastUpdateTime"] = "2026-01-01T12:00:30Z"
+    sim.step()
+    sim.set("tiny-worker-1", "Failed", 1)
+    sim.now = NOW + timedelta(seconds=60)
+    p = sim.step()
+    assert len(p.status.restart_history or []) == 4
+    assert p.status.steps_lost == 40
+
+
+def test_the_failure_time_is_the_containers_end_even_from_its_last_state() -> None:
+    sim = _running(_job())
+    sim.set(W2, "Failed", 3)
+    cs = sim.pod(W2)["status"]["containerStatuses"][0]
+    cs["lastState"] = {"terminated": {"exitCode": 3, "finishedAt": "2026-01-01T11:59:30Z"}}
+    cs["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
+    p = sim.step()
+    assert (p.status.restart_history or [])[0].failure_time == "2026-01-01T11:59:30Z"
+
+
+def test_a_replica_kept_succeeded_does_not_keep_the_recovery_open() -> None:
+    sim = _running(_job())
+    sim.set("tiny-worker-0", "Succeeded")
+    sim.step()
+    sim.set(W2, "Failed", 3)
+    sim.step()
+    sim.gone("tiny-worker-1", "tiny-worker-3")
+    sim.step()
+    for name in NAMES[1:]:
+        sim.set(name, "Running")
+    p = sim.step()
+    assert (p.status.restart_history or [])[0].recovered_time == "2026-01-01T12:00:00Z"
+    assert p.status.last_recovery_seconds == 0
+
+
+def test_a_second_failure_under_never_is_restarted_with_the_job_and_shown_deleted() -> None:
+    sim = _running(_job(restart={"policy": "Never", "limit": 1}))
+    sim.set("tiny-worker-1", "Failed", 3)
+    sim.set(W2, "Failed", 3)
+    p = sim.step()
+    assert p.status.phase == "Running"
+    replicas = _replicas(sim)
+    assert (replicas["tiny-worker-1"]["phase"], replicas[W2]["phase"]) == ("Deleted", "Deleted")
+    sim.gone("tiny-worker-0", "tiny-worker-3")
+    assert _pods(sim.step()) == NAMES
