@@ -5,6 +5,10 @@ write that precedes deleting the failed pod; the replacement pod carries its inc
 annotation. A failed pod whose incarnation is below the recorded count was already counted, so a
 crash between the status write and the delete never counts a restart twice.
 
+A recovery rule's `RestartJob` widens one replica's restart to every replica of the job
+(`t9kjobs.planner.job_restart`); a pod of an older incarnation than recorded, running or not,
+is then stopped without being counted again.
+
 A replica the status records as ended for good keeps that end when its pod is gone since
 (`remembered`): kube-controller-manager's pod garbage collector deletes terminated pods of any
 owner once more than 12,500 exist, and a user may delete one; the job's other replicas may still
