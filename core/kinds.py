@@ -50,7 +50,8 @@ class ReplicaState:
     """One replica as the engine sees it after applying its restart policy.
 
     `state` is Creating (no pod yet), Pending, Running, Succeeded, Failed, Unknown, Restarting (a
-    failed pod that is being replaced) or Deleted. `final` is True for Succeeded and for a
+    failed pod that is being replaced), Stopping (a live pod a job restart stops: recovery rule
+    `RestartJob`) or Deleted. `final` is True for Succeeded and for a
     failure that will not be retried (non-retryable exit, or its restart limit reached).
     """
 

@@ -147,6 +147,25 @@ def _render_replicas(facts: dict[str, Any]) -> list[str]:
     return out
 
 
+def _render_recoveries(facts: dict[str, Any], now: datetime) -> list[str]:
+    """The newest restarts (`status.restartHistory`); nothing for a job that had none."""
+    found = facts.get("recoveries") or []
+    if not found:
+        return []
+    out = ["", "Recoveries:", f"  {'AGE':>6}  {'REPLICA':<12}{'ACTION':<15}{'REASON':<10}"
+           f"{'RULE':<14}{'BUDGET':<7}{'TOOK':>5} {'LOST':>5}"]  # fmt: skip
+    for r in found:
+        took = "-" if r["recoverySeconds"] is None else _age(r["recoverySeconds"])
+        lost = "-" if r["stepsLost"] is None else str(r["stepsLost"])
+        budget = {"Infrastructure": "Infra"}.get(r["budget"], r["budget"] or "-")
+        line = (
+            f"  {_ago(r['time'], now):>6}  {r['replica']:<11.11} {r['action']:<14.14} "
+            f"{r['reason']:<9.9} {r['rule'] or '-':<13.13} {budget:<6.6} {took:>5} {lost:>5}"
+        )
+        out.append(_cut(line, ""))
+    return out
+
+
 def _render_launch(facts: dict[str, Any]) -> list[str]:
     out = ["", "Launch commands:"]
     if not facts["launchCommands"]:
@@ -191,6 +210,7 @@ def render(facts: dict[str, Any], now: datetime | None = None) -> str:
         *_render_header(facts, now),
         *_render_conditions(facts, now),
         *_render_replicas(facts),
+        *_render_recoveries(facts, now),
         *_render_launch(facts),
         *_render_cleanup(facts),
         *_render_events(facts, now),

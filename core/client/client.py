@@ -341,7 +341,8 @@ class Client:
         self, job: JobLike, name: str | None = None, *, namespace: str | None = None
     ) -> dict[str, Any]:
         """What `t9kjobs describe -o json` prints: phase, progress, conditions, replicas with
-        exit codes and last log lines, launch commands, hostfile, cleanup, Events."""
+        exit codes and last log lines, the newest recoveries, launch commands, hostfile,
+        cleanup, Events."""
         return describe(self.reader, self.ref(job, name, namespace))
 
     # -- delete, pause, resume ---------------------------------------------------------------

@@ -28,9 +28,10 @@ from t9kjobs.models import Job
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container, replica_id
 from t9kjobs.planner.conditions import parse_time
 
-__all__ = ["EVENTS", "LOG_LINES", "describe", "seconds_since"]
+__all__ = ["EVENTS", "LOG_LINES", "RECOVERIES", "describe", "seconds_since"]
 
 LOG_LINES = 5  # last log lines shown for a failed or restarted replica
+RECOVERIES = 5  # newest restarts shown (status.restartHistory)
 EVENTS = 15  # most recent Events shown
 
 # The condition whose lastTransitionTime says since when the job is in each phase.
@@ -146,6 +147,32 @@ class _Describer:
     def progress(self) -> dict[str, Any] | None:
         progress = self.status.get("progress")
         return dict(progress) if isinstance(progress, dict) and progress else None
+
+    def recoveries(self) -> list[dict[str, Any]]:
+        """The newest restarts the engine performed (`status.restartHistory`), with the time
+        each took to recover (None while it is under way)."""
+        out = []
+        for e in (self.status.get("restartHistory") or [])[-RECOVERIES:]:
+            began, recovered = e.get("failureTime") or e.get("time"), e.get("recoveredTime")
+            took = None
+            if began and recovered:
+                took = (parse_time(recovered) - parse_time(began)).total_seconds()
+            out.append(
+                {
+                    "time": e.get("time"),
+                    "replica": replica_id(self.ref.name, str(e.get("replica") or "")),
+                    "action": e.get("action"),
+                    "reason": e.get("reason"),
+                    "exitCode": e.get("exitCode"),
+                    "node": e.get("node"),
+                    "rule": e.get("rule"),
+                    "budget": e.get("budget"),
+                    "recoverySeconds": took,
+                    "stepsLost": e.get("stepsLost"),
+                    "message": e.get("message"),
+                }
+            )
+        return out
 
     def conditions(self) -> list[dict[str, Any]]:
         return [
@@ -278,6 +305,7 @@ def describe(reader: ClusterReader, ref: JobRef, now: datetime | None = None) ->
         "progress": d.progress(),
         "conditions": d.conditions(),
         "replicas": d.replicas(),
+        "recoveries": d.recoveries(),
         "launchCommands": d.launch_commands(),
         "hostfile": d.hostfile(),
         "cleanup": d.cleanup(),

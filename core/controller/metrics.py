@@ -1,4 +1,10 @@
-"""Prometheus metrics of the operator, in a registry of its own (tests can run several)."""
+"""Prometheus metrics of the operator, in a registry of its own (tests can run several).
+
+The restarts and recoveries (`t9kjobs_restarts_total`, `t9kjobs_recovery_seconds`) are
+counted from each job's `status.restartHistory` as a successful status write changes it
+(`count_recoveries`, called by the reconciler): a write that fails counts nothing, so a
+retried reconcile counts its restart once.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["Metrics"]
+from t9kjobs.planner.history import new_and_recovered
+from t9kjobs.vocabulary import Obj
+
+__all__ = ["RECOVERY_BUCKETS", "Metrics"]
+
+# From a pod replaced at once to a job that waited two hours for room (seconds).
+RECOVERY_BUCKETS = (5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0)
 
 
 class _JobsByPhase(Collector):
@@ -72,6 +84,21 @@ class Metrics:
             registry=r,
             unit="seconds",
         )
+        self.restarts = Counter(
+            "t9kjobs_restarts",
+            "Restarts the engine performed (jobs with spec.recoveryPolicy), by kind, failure"
+            " reason, action and budget charged.",
+            ["kind", "reason", "action", "budget"],
+            registry=r,
+        )
+        self.recovery_seconds = Histogram(
+            "t9kjobs_recovery_seconds",
+            "Seconds from a failure to every replica of its job Running or Succeeded again,"
+            " by kind and failure reason.",
+            ["kind", "reason"],
+            buckets=RECOVERY_BUCKETS,
+            registry=r,
+        )
         self._gc_started = 0.0
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -93,6 +120,18 @@ class Metrics:
 
     def watch_jobs(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
         self.registry.register(_JobsByPhase(source))
+
+    def count_recoveries(self, kind: str, before: Obj, after: Obj) -> None:
+        """Count the restart history entries a status write added (`after`, written over
+        `before`), and the recoveries it closed."""
+        added, recovered = new_and_recovered(
+            before.get("restartHistory") or [], after.get("restartHistory") or []
+        )
+        for entry in added:
+            labels = (entry.get("reason"), entry.get("action"), entry.get("budget"))
+            self.restarts.labels(kind, *map(str, labels)).inc()
+        for entry, seconds in recovered:
+            self.recovery_seconds.labels(kind, str(entry.get("reason"))).observe(seconds)
 
     def api_request(self, verb: str, path: str, code: int) -> None:
         self.api_requests.labels(verb, _resource_of(path), str(code)).inc()

@@ -139,6 +139,7 @@ class Operator:
             self.events,
             creator=self.creator,
             routine_events=options.routine_events,
+            metrics=self.metrics,
         )
         self.jobs = JobController(reconciler, options, self.metrics)
         # A job whose progress changed is queued like one whose child changed: batched.

@@ -38,6 +38,7 @@ from t9kjobs.controller.applying import Applier
 from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.failing import CannotHandle, ChildRejected
+from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.ownership import Held, NameConflicts
 from t9kjobs.controller.progress import ProgressReader
 from t9kjobs.controller.result import AT_ONCE, DONE, Result
@@ -87,19 +88,21 @@ class Reconciler:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         routine_events: bool = False,
         progress: ProgressReader | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """`api`: the client of every request; `plugins`: the hooks of each kind; `cache`:
         the informers' stores, replaced whole when discovery serves more (`Operator`);
         `events`: where Events go. `creator` runs a creation wave's requests at once
         (`Applier`); routine Events (`t9kjobs.planner.Event`) are posted only with
         `routine_events`. `progress` reads running jobs' progress from their logs (none
-        without)."""
+        without). `metrics` counts the restarts each status write records (none without)."""
         self.plugins = plugins
         self.cache = cache
         self.events = events
         self.clock = clock
         self.routine_events = routine_events
         self.progress = progress
+        self.metrics = metrics
         self.conflicts = NameConflicts(api)
         self.apply = Applier(api, self.conflicts, creator)
         # The versions the last reconcile of a job read, when it found nothing to do; kept as
@@ -255,7 +258,10 @@ class Reconciler:
             for event in the_plan.events:
                 self.events.post(raw, event)
                 posted.append(event)
-        self.apply.status(cache, key, raw, dump(the_plan.status))
+        written = dump(the_plan.status)
+        self.apply.status(cache, key, raw, written)
+        if self.metrics is not None:
+            self.metrics.count_recoveries(key.kind, raw.get("status") or {}, written)
         if the_plan.status.phase != phase:
             jlog.info("phase %s", the_plan.status.phase)
         return posted

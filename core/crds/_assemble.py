@@ -72,9 +72,17 @@ def printer_columns() -> list[Obj]:
             "Reason",
             "string",
             ".status.reason",
-            "Why the job failed, or why its gang waits (Unschedulable).",
+            "Why the job failed, why it waits (its queue, its gang), or the failure a restart"
+            " recovers from.",
         ),
         column("Age", "date", ".metadata.creationTimestamp", "Since the job was created."),
+        column(
+            "Infra",
+            "integer",
+            ".status.infrastructureRestartCount",
+            "Restarts charged to spec.recoveryPolicy.infrastructureRestartLimit, all replicas.",
+            1,
+        ),
         column("Mode", "string", ".status.runMode", "Immediate, Debug or Pause.", 1),
         column(
             "Progress",

@@ -7,11 +7,12 @@ the replica's `restartPolicy` decides, every restart charged to `backoffLimit`/`
 Ordered rules, first match decides (JobSet's `failurePolicy` and batch/v1's `podFailurePolicy`
 are the models): a rule matches a failed replica when every matcher it has matches (OR inside
 each list) and, with `replicaTypes`, the replica's type is listed. Its action restarts the
-replica (`RestartReplica`), fails the job (`FailJob`) or restarts it without charging the
-user's budget (`Ignore`, charged to `infrastructureRestartLimit` instead, so that no loop is
-endless). `PreemptedByKueue` is the whole job's Workload evicted: only a `FailJob` rule may
-name it (the job gives up instead of waiting in its queue again). What the engine does not do
-yet is not accepted: accepting it would be a silent lie.
+replica (`RestartReplica`), restarts every replica of the job together (`RestartJob`: a
+collective whose rank died hangs the others), fails the job (`FailJob`) or restarts the
+replica without charging the user's budget (`Ignore`, charged to `infrastructureRestartLimit`
+instead, so that no loop is endless). `PreemptedByKueue` is the whole job's Workload evicted:
+only a `FailJob` rule may name it (the job gives up instead of waiting in its queue again).
+What the engine does not do yet is not accepted: accepting it would be a silent lie.
 
 Cross-field rules are declared twice, as elsewhere (`t9kjobs.models`): CEL for admission and a
 pydantic validator for `t9kjobs validate`, at the same field paths. Every list has `maxItems`
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_INFRASTRUCTURE_RESTART_LIMIT",
     "MAX_RECOVERY_RULES",
     "RECOVERY_REASONS",
+    "RESTART_ACTIONS",
     "ExitCodeMatch",
     "PodConditionMatch",
     "RecoveryAction",
@@ -44,7 +46,9 @@ MAX_RECOVERY_RULES = 16
 MAX_EXIT_CODES = 255
 DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
 
-RecoveryAction = Literal["RestartReplica", "FailJob", "Ignore"]
+RecoveryAction = Literal["RestartReplica", "RestartJob", "FailJob", "Ignore"]
+# The actions that restart, and so may say which budget they charge.
+RESTART_ACTIONS = ("RestartReplica", "RestartJob")
 # What the engine calls a failure (`t9kjobs.planner.failures.classify`).
 # `PreemptedByKueue`: the job's Workload evicted (any Kueue reason); the whole job, never a
 # replica: only a FailJob rule of its own may name it (else the eviction is a requeue).
@@ -79,9 +83,9 @@ _RULE_RULES: list[JsonValue] = [
         "message": "a rule needs onExitCodes, onPodConditions or onReasons",
     },
     {
-        "rule": "!has(self.budget) || self.action == 'RestartReplica'",
-        "message": "budget is for action RestartReplica only (Ignore charges the infrastructure"
-        " budget, FailJob none)",
+        "rule": "!has(self.budget) || self.action in ['RestartReplica', 'RestartJob']",
+        "message": "budget is for actions RestartReplica and RestartJob only (Ignore charges the"
+        " infrastructure budget, FailJob none)",
     },
     {
         "rule": "!has(self.onReasons) || !('PreemptedByKueue' in self.onReasons)"
@@ -169,13 +173,16 @@ class RecoveryRule(ApiModel):
         description="A name for the rule, said in the status and Events; unique in the list.",
     )
     action: RecoveryAction = Field(
-        description="RestartReplica (restart the failed replica), FailJob (the job fails, reason"
-        " RecoveryPolicy) or Ignore (restart it, charged to the infrastructure budget only)."
+        description="RestartReplica (restart the failed replica), RestartJob (stop every pod of"
+        " the job not ended for good, then create them all again at once), FailJob (the job"
+        " fails, reason RecoveryPolicy) or Ignore (restart it, charged to the infrastructure"
+        " budget only)."
     )
     budget: Budget | None = Field(
         default=None,
-        description="The budget a RestartReplica charges: User (backoffLimit and the replica's"
-        " limit; the default) or Infrastructure (infrastructureRestartLimit).",
+        description="The budget a RestartReplica or RestartJob charges (a RestartJob: 1): User"
+        " (backoffLimit and the failed replica's limit; the default) or Infrastructure"
+        " (infrastructureRestartLimit).",
     )
     on_exit_codes: ExitCodeMatch | None = Field(
         default=None, description="Matches the exit code of a container of the failed pod."
@@ -206,10 +213,10 @@ class RecoveryRule(ApiModel):
     def _consistent(self) -> RecoveryRule:
         if self.on_exit_codes is None and self.on_pod_conditions is None and not self.on_reasons:
             raise ValueError("a rule needs onExitCodes, onPodConditions or onReasons")
-        if self.budget is not None and self.action != "RestartReplica":
+        if self.budget is not None and self.action not in RESTART_ACTIONS:
             raise ValueError(
-                "budget is for action RestartReplica only (Ignore charges the infrastructure"
-                " budget, FailJob none)"
+                "budget is for actions RestartReplica and RestartJob only (Ignore charges the"
+                " infrastructure budget, FailJob none)"
             )
         if "PreemptedByKueue" in (self.on_reasons or ()) and (
             self.action != "FailJob"
@@ -247,9 +254,9 @@ class RecoveryPolicy(ApiModel):
         default=DEFAULT_INFRASTRUCTURE_RESTART_LIMIT,
         ge=0,
         le=INT32_MAX,
-        description="Restarts charged to the infrastructure (Ignore, and RestartReplica with"
-        " budget Infrastructure), all replicas, before such failures are charged to the user"
-        " (backoffLimit) as today. Defaults to 20.",
+        description="Restarts charged to the infrastructure (Ignore, and RestartReplica or"
+        " RestartJob with budget Infrastructure), all replicas, before such failures are"
+        " charged to the user (backoffLimit) as today. Defaults to 20.",
     )
     rules: list[RecoveryRule] = Field(
         default_factory=list,

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models.history import MAX_RESTART_HISTORY, RestartRecord
 from t9kjobs.models.run_mode import RunModeName
 
 __all__ = [
@@ -255,6 +256,25 @@ class JobStatus(_KeepsUnknownFields):
         description="Restarts charged to spec.recoveryPolicy.infrastructureRestartLimit, all"
         " replicas; absent: none.",
     )
+    restart_history: list[RestartRecord] | None = Field(
+        default=None,
+        max_length=MAX_RESTART_HISTORY,
+        description="The restarts the engine performed (jobs with spec.recoveryPolicy), newest"
+        " last, at most 16: when, which replica, why, the rule and budget, the time to recover;"
+        " absent: none.",
+    )
+    steps_lost: int | None = Field(
+        default=None,
+        ge=0,
+        description="Training steps lost to restarts, all of restartHistory (also the entries"
+        " dropped from it); absent: none known.",
+    )
+    last_recovery_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seconds from the latest recovered failure to every replica Running or"
+        " Succeeded again.",
+    )
     start_time: str | None = Field(
         default=None, description="When the job started; activeDeadlineSeconds counts from it."
     )
@@ -282,8 +302,9 @@ class JobStatus(_KeepsUnknownFields):
         description="Why the job stands where it does, when it does not go on by itself: the"
         " reason of its Failed condition; while it waits for Kueue's admission, the reason of"
         " its False Admitted condition (`Queued`, `Inadmissible`, `Preempted`...); or"
-        " `Unschedulable` while its gang cannot be placed (a False Scheduled condition). The"
-        " REASON column of `kubectl get`.",
+        " `Unschedulable` while its gang cannot be placed (a False Scheduled condition); while a"
+        " restart is under way, the failure's reason (restartHistory). The REASON column of"
+        " `kubectl get`.",
     )
 
     @classmethod

@@ -5,6 +5,10 @@ write that precedes deleting the failed pod; the replacement pod carries its inc
 annotation. A failed pod whose incarnation is below the recorded count was already counted, so a
 crash between the status write and the delete never counts a restart twice.
 
+A recovery rule's `RestartJob` widens one replica's restart to every replica of the job
+(`t9kjobs.planner.job_restart`); a pod of an older incarnation than recorded, running or not,
+is then stopped without being counted again.
+
 A replica the status records as ended for good keeps that end when its pod is gone since
 (`remembered`): kube-controller-manager's pod garbage collector deletes terminated pods of any
 owner once more than 12,500 exist, and a user may delete one; the job's other replicas may still
@@ -22,7 +26,8 @@ from t9kjobs.models.recovery import RecoveryPolicy
 from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod, Obj, spec_hash
 from t9kjobs.planner.budgets import Budgets, counted_floor
 from t9kjobs.planner.failures import Failure, classify, exit_code_of, exit_of
-from t9kjobs.planner.rules import Decision, decide
+from t9kjobs.planner.job_restart import COMPLETED, STOPPING, incarnation, restart_whole_job
+from t9kjobs.planner.rules import RESTART_POLICY, Decision, decide
 
 __all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
 
@@ -48,14 +53,6 @@ def _ended(
     return ReplicaState(
         desired.replica_type, desired.index, desired.name, state, code, True, done, container
     )
-
-
-def _incarnation(pod: Obj) -> int:
-    value = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_INCARNATION, "0")
-    try:
-        return int(value)
-    except ValueError:
-        return 0
 
 
 def _own_limit(rule: RestartRule, backoff_limit: int | None) -> float:
@@ -150,6 +147,11 @@ class Assessment:
     overridden: set[str] = field(default_factory=set)
     # pod name -> the rule that matched its failure but found the infrastructure budget spent
     spent: dict[str, str] = field(default_factory=dict)
+    # With a recovery policy: pod name -> what decided each restart this reconcile performs
+    # and the failure it answers (`t9kjobs.planner.history` writes an entry for each)
+    decided: dict[str, tuple[Decision, Failure]] = field(default_factory=dict)
+    job_restart: str | None = None  # the replica whose failure restarts the job now
+    job_members: set[str] = field(default_factory=set)  # ... and every replica it restarts
 
 
 def _fail_verdict(state: ReplicaState, failure: Failure, rule: str) -> Verdict:
@@ -193,7 +195,7 @@ def assess(
         if pod is not None:
             # A pod of incarnation n proves n restarts, whatever the status says (a status
             # restored from a backup, say): never count fewer than were performed.
-            performed[desired.name] = max(performed.get(desired.name, 0), _incarnation(pod))
+            performed[desired.name] = max(performed.get(desired.name, 0), incarnation(pod))
     charged = counted_floor(recorded, counted or {}, performed)
     budgets = Budgets(
         backoff_count=max(backoff_count, sum(charged.get(p.name, 0) for p in pods)),
@@ -211,6 +213,8 @@ def assess(
     why: dict[str, str] = {}
     spent: dict[str, str] = {}
     overridden: set[str] = set()
+    decided: dict[str, tuple[Decision, Failure]] = {}
+    trigger: str | None = None
     for desired in pods:
         pod = observed.get(desired.name)
         state = pod_state(pod)
@@ -226,7 +230,9 @@ def assess(
         )
         decision: Decision | None = None
         failure: Failure | None = None
-        stale = pod is not None and finished and _incarnation(pod) < done
+        # A pod of an older incarnation than recorded: its restart was counted by an earlier
+        # reconcile that did not get to delete it (a running one: a job restart's member).
+        stale = pod is not None and state != "Deleted" and incarnation(pod) < done
         if (
             recovery is not None
             and pod is not None
@@ -248,17 +254,26 @@ def assess(
             restart.append((desired, pod))  # type: ignore[arg-type]
             if _ends_for_good(desired, state):
                 overridden.add(desired.name)  # restarted by a rule: keep it Deleted
+            state = "Restarting" if finished else STOPPING
+        elif decision is not None and decision.action == "RestartJob" and trigger is not None:
+            # The job restarts already (another replica's failure): nothing more is charged.
+            restart.append((desired, pod))  # type: ignore[arg-type]
+            counts[desired.name] = done + 1
+            if _ends_for_good(desired, "Failed"):
+                overridden.add(desired.name)
             state = "Restarting"
         elif decision is not None and failure is not None and decision.action == "FailJob":
             final = True
             if fail is None:
                 failed = _ended(desired, state, code, done, container)
                 fail = _fail_verdict(failed, failure, decision.rule)
-        elif decision is not None and decision.budget == "Infrastructure":
+        elif decision is not None and failure is not None and decision.budget == "Infrastructure":
             restart.append((desired, pod))  # type: ignore[arg-type]
             counts[desired.name] = done + 1
             budgets.charge_infrastructure()
             why[desired.name] = f"rule {decision.rule}, infrastructure budget"
+            trigger = trigger or _trigger(desired.name, decision)
+            decided[desired.name] = (decision, failure)
             if _ends_for_good(desired, "Failed"):
                 overridden.add(desired.name)
             state = "Restarting"
@@ -278,6 +293,10 @@ def assess(
                 why[desired.name] = f"rule {decision.rule}"
                 if _ends_for_good(desired, "Failed"):
                     overridden.add(desired.name)
+                trigger = trigger or _trigger(desired.name, decision)
+                decided[desired.name] = (decision, failure)  # type: ignore[assignment]
+            elif recovery is not None:
+                decided[desired.name] = _by_restart_policy(pod, desired.training_container)
             state = "Restarting"
         states.append(
             ReplicaState(
@@ -291,6 +310,9 @@ def assess(
                 container,
             )
         )
+    members: set[str] = set()
+    if trigger is not None:
+        members = restart_whole_job(pods, observed, states, restart, counts)
     return Assessment(
         states,
         restart,
@@ -307,4 +329,21 @@ def assess(
         why=why,
         overridden=overridden,
         spent=spent,
+        decided=decided,
+        job_restart=trigger,
+        job_members=members,
     )
+
+
+def _trigger(name: str, decision: Decision) -> str | None:
+    """`name` when its decision restarts the whole job."""
+    return name if decision.action == "RestartJob" else None
+
+
+def _by_restart_policy(pod: Obj, training_container: str | None) -> tuple[Decision, Failure]:
+    """A restart no rule decided: the replica's restartPolicy, charged to the user."""
+    decision = Decision(RESTART_POLICY, "User", RESTART_POLICY)
+    if pod_state(pod) == "Succeeded":  # restarted after a success: policy Always
+        container, code = exit_of(pod, training_container) or (None, None)
+        return decision, Failure(COMPLETED, code, container, None, None)
+    return decision, classify(pod, training_container)

@@ -22,6 +22,8 @@ from t9kjobs.objects import (
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
+from t9kjobs.planner.history import close_recovered, record_restarts
+from t9kjobs.planner.job_restart import waits
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -48,10 +50,17 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
     events: list[Event] = []
 
     restarting = {d.name for d, _ in found.restart}
+    if found.decided:
+        record_restarts(status, found.decided, found.job_restart, pods_by_name, s.ts)
     # Ownership before use: while any name the job needs is held by an object it does not
     # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
-    # them, a pod of its name), no pod of the job is created. See the condition.
-    blocked = bool(observed.conflicts) or _gang_going(s)
+    # them, a pod of its name), no pod of the job is created. See the condition. A job
+    # restart creates its pods once every pod of an older incarnation is gone, all at once.
+    blocked = (
+        bool(observed.conflicts)
+        or _gang_going(s)
+        or waits(status, observed.pods(), found.restarts_recorded)
+    )
     for desired in pods:
         manifest = desired.manifest
         digest = spec_hash(manifest)
@@ -75,6 +84,8 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
     for desired, pod in found.restart:
         deletes.append(deletion(pod))
+        if desired.name in found.job_members:
+            continue  # said once for the whole job, below
         code = exit_code_of(pod, desired.training_container)
         events.append(
             Event(
@@ -86,6 +97,8 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 + (f" ({found.why[desired.name]})" if desired.name in found.why else ""),
             )
         )
+    if found.job_restart is not None:
+        events.append(_job_restart_event(s, found.job_restart))
     # Said with the restart it leads to (once: a restart is decided once); a failure it leaves
     # as it ended is said by the ReplicaFailure condition and the verdict.
     for name, rule in [(n, r) for n, r in found.spent.items() if n in restarting]:
@@ -172,6 +185,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         status, pods, pods_by_name, found.restarts_recorded, found.overridden, found.counted
     )
     phase_and_conditions(s, status, absent)
+    close_recovered(status, found.states, s.ts)
     if conflict is not None:
         set_condition(status, "Initialized", False, "NameConflict", conflict, s.ts)
     return Changes(
@@ -188,6 +202,19 @@ def stranded_gang(s: Situation) -> Stranded | None:
     """The job's gang, if it can never be complete (`t9kjobs.planner.gangs`)."""
     held = (s.observed.get(*object_key(o)) for o in placement_objects(s.aux))
     return stranded([g for g in held if g is not None], s.pods_by_name.values())
+
+
+def _job_restart_event(s: Situation, trigger: str) -> Event:
+    """The Warning Event of a job restart: the failure, the rule, what is stopped."""
+    decision, failure = s.found.decided[trigger]
+    budget = (decision.budget or "User").lower()
+    stopped = sorted(s.found.job_members)
+    return Event(
+        "Warning",
+        "RestartingJob",
+        f"{failure.describe(trigger)}; restart the job (rule {decision.rule}, {budget} budget):"
+        f" stopping {', '.join(stopped)}; created again once all are gone",
+    )
 
 
 def _gang_going(s: Situation) -> bool:

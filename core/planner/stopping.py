@@ -13,6 +13,7 @@ from t9kjobs.kinds import Verdict
 from t9kjobs.models import Aggregate, JobStatus, Lifecycle
 from t9kjobs.objects import ANNOTATION_STOP_WHEN_FINISHED, LABEL_REPLICA_TYPE
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.history import close_recovered
 from t9kjobs.planner.placement import placement, placement_objects
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -119,6 +120,7 @@ def finish(s: Situation, status: JobStatus, verdict: Verdict) -> Changes:
         status.infrastructure_restart_count = found.infra_performed
     write_replicas(status, s.pods, pods_by_name, found.performed, stopped, found.counted_performed)
     replica_failure(status, found.states, ts)
+    close_recovered(status, found.states, ts)
     placement(status, s.aux, s.observed, list(pods_by_name.values()), ts)
     # A success is in the Completed condition, its reason and message: a routine Event. A
     # failure is a Warning, what alerting on Events looks for.

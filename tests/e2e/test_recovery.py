@@ -7,7 +7,11 @@ control plane with KWOK, one job per rule and action, all at once (their waits o
   restartPolicy is Never;
 - a pod made Failed with a `DisruptionTarget` condition (patched on its status, as the
   eviction API and the taint manager write it): an Ignore rule on the condition restarts it,
-  charged to the infrastructure budget.
+  charged to the infrastructure budget;
+- exit 3 of one of 4 workers matched by a RestartJob rule: every worker is stopped, none is
+  created before all 4 are gone, then all 4 are created again with incarnation 1, together,
+  so that they join the job's one PodGroup (kube-scheduler's gang, which the test cluster
+  serves); the job Succeeds and its `restartHistory` says so.
 
 Exit codes are simulated the way docs/cluster.md describes (`sim.t9kjobs.dev/exit-code` and
 `run-seconds`, here patched onto one running pod so that its replacement, built from the
@@ -21,6 +25,7 @@ from tests.e2e.jobs import (
     INCARNATION,
     Kube,
     Obj,
+    Recorder,
     condition,
     job,
     kube,
@@ -40,6 +45,13 @@ FAIL_42 = {
     "action": "FailJob",
 }
 IGNORE_DISRUPTION = {"onPodConditions": [{"type": "DisruptionTarget"}], "action": "Ignore"}
+RESTART_JOB_3 = {
+    "name": "gang",
+    "onExitCodes": {"operator": "In", "values": [3]},
+    "action": "RestartJob",
+}
+GANG = [f"rec-gang-worker-{i}" for i in range(4)]
+NATIVE_GROUPS = "/apis/scheduling.k8s.io/v1alpha2"  # kube-scheduler's PodGroups
 
 
 def _disrupt(kube: Kube, name: str) -> None:
@@ -92,23 +104,33 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
         replica("worker", 1, "Never", exit_code=0, seconds=30),
         recoveryPolicy={"rules": [IGNORE_DISRUPTION]},
     )
-    for doc in (failing, ignored, disrupted):
+    gang = job(
+        "GenericJob",
+        "rec-gang",
+        replica("worker", 4, {"policy": "OnFailure", "limit": 1}, exit_code=0, seconds=30),
+        recoveryPolicy={"rules": [RESTART_JOB_3]},
+    )
+    recorder = kube.record_pods()
+    groups = Recorder(kube.http, f"{NATIVE_GROUPS}/namespaces/{kube.ns}/podgroups")
+    for doc in (failing, ignored, disrupted, gang):
         kube.create(doc)
 
     kube.wait_phase(ignored, "Running")
     kube.wait_phase(disrupted, "Running")
-    workers = ("rec-ignore-worker-0", "rec-disrupt-worker-0")
+    kube.wait_phase(gang, "Running")
+    workers = ("rec-ignore-worker-0", "rec-disrupt-worker-0", *GANG)
 
     def both_running() -> dict[str, Obj] | None:
         pods = kube.pods()
         return pods if all(phase(pods.get(n) or {}) == "Running" for n in workers) else None
 
-    pods = until(both_running, "both workers running")
+    pods = until(both_running, "every worker running")
     first_ignore = pods["rec-ignore-worker-0"]["metadata"]["uid"]
     first_disrupt = pods["rec-disrupt-worker-0"]["metadata"]["uid"]
     # Their template's exit 0 comes 30 s after they run: both fail long before.
     kube.fail("rec-ignore-worker-0", 3)
     _disrupt(kube, "rec-disrupt-worker-0")
+    kube.fail("rec-gang-worker-2", 3)
 
     # exit 42 -> FailJob
     status = kube.wait_phase(failing, "Failed")
@@ -138,6 +160,56 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
     assert third["metadata"]["annotations"][INCARNATION] == "1"
     status = kube.wait_phase(disrupted, "Succeeded")
     assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1
+
+    # exit 3 of worker-2 -> RestartJob: all 4 stopped, then all 4 created with incarnation 1
+    status = kube.wait_phase(gang, "Succeeded")
+    recorder.stop()
+    groups.stop()
+    _all_stopped_before_any_created(recorder.snapshot())
+    # One PodGroup all along, and every pod of the new incarnation is in it: created together.
+    added = [o["metadata"]["name"] for kind, o in groups.snapshot() if kind == "ADDED"]
+    assert added.count("rec-gang") == 1
+    joined = {
+        o["metadata"]["name"]: (o["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        for kind, o in recorder.snapshot()
+        if kind == "ADDED" and o["metadata"]["annotations"].get(INCARNATION) == "1"
+    }
+    assert {n: g for n, g in joined.items() if n in GANG} == dict.fromkeys(GANG, "rec-gang")
+    assert status["backoffCount"] == 1
+    assert {n: r["restartCount"] for n, r in replicas(status).items()} == dict.fromkeys(GANG, 1)
+    assert replicas(status)["rec-gang-worker-2"].get("countedRestarts", 1) == 1
+    [entry] = status["restartHistory"]
+    assert {k: entry.get(k) for k in ("replica", "action", "reason", "exitCode", "rule")} == {
+        "replica": "rec-gang-worker-2",
+        "action": "RestartJob",
+        "reason": "Error",
+        "exitCode": 3,
+        "rule": "gang",
+    }
+    assert entry["budget"] == "User" and entry["recoveredTime"] >= entry["time"]
+    assert status["lastRecoverySeconds"] >= 0
+    [restarting] = [e["message"] for e in kube.events(gang) if e["reason"] == "RestartingJob"]
+    assert restarting.startswith("rec-gang-worker-2 failed with exit code 3 (container python);")
+
+
+def _all_stopped_before_any_created(changes: list[tuple[str, Obj]]) -> None:
+    """In the watch of the namespace's pods: every rec-gang pod of incarnation 0 was deleted
+    before the first of incarnation 1 was created, and each name has one pod of each."""
+    lives: dict[str, list[str]] = {}
+    last_gone = first_new = None
+    for i, (kind, pod) in enumerate(changes):
+        name = pod["metadata"]["name"]
+        if name not in GANG:
+            continue
+        life = pod["metadata"]["annotations"][INCARNATION]
+        if kind == "ADDED":
+            lives.setdefault(name, []).append(life)
+            if life == "1" and first_new is None:
+                first_new = i
+        elif kind == "DELETED" and life == "0":
+            last_gone = i
+    assert lives == {name: ["0", "1"] for name in GANG}
+    assert last_gone is not None and first_new is not None and last_gone < first_new
 
 
 def test_a_spent_infrastructure_budget_falls_through_to_the_restart_policy(kube: Kube) -> None:

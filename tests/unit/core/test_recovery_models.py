@@ -44,11 +44,15 @@ CASES: list[tuple[str, Obj, str, str]] = [
     ("fail-42", _rule(name="bad", onExitCodes=EXIT_42, action="FailJob"), "", ""),
     ("ignore-disruption", _rule(onPodConditions=[{"type": "DisruptionTarget"}], action="Ignore"), "", ""),
     ("restart-infra", _rule(onReasons=["Evicted"], action="RestartReplica", budget="Infrastructure"), "", ""),
+    ("restart-job", _rule(onExitCodes=EXIT_42, action="RestartJob"), "", ""),
+    ("restart-job-infra", _rule(onReasons=["NodeLost"], action="RestartJob", budget="Infrastructure"), "", ""),
     ("exit-and-oom", _rule(onExitCodes=EXIT_42, onReasons=["OOMKilled", "Error"], action="FailJob"), "", ""),
     ("not-in-0", _rule(onExitCodes={"operator": "NotIn", "values": [0, 1]}, action="Ignore"), "", ""),
     ("no-matcher", _rule(action="FailJob"), f"{RP}.rules[0]", "a rule needs onExitCodes"),
     ("budget-on-ignore", _rule(onReasons=["Evicted"], action="Ignore", budget="User"),
-     f"{RP}.rules[0]", "budget is for action RestartReplica only"),
+     f"{RP}.rules[0]", "budget is for actions RestartReplica and RestartJob only"),
+    ("budget-on-fail", _rule(onReasons=["Evicted"], action="FailJob", budget="Infrastructure"),
+     f"{RP}.rules[0]", "budget is for actions RestartReplica and RestartJob only"),
     ("exit-with-evicted", _rule(onExitCodes=EXIT_42, onReasons=["Evicted"], action="FailJob"),
      f"{RP}.rules[0]", "onExitCodes combines only with the reasons OOMKilled and Error"),
     ("repeated-codes", _rule(onExitCodes={"operator": "In", "values": [3, 3]}, action="Ignore"),
@@ -63,7 +67,7 @@ CASES: list[tuple[str, Obj, str, str]] = [
      f"{RP}.rules[0]", "PreemptedByKueue goes with action FailJob only"),
     ("kueue-of-a-type", _rule(onReasons=["PreemptedByKueue"], action="FailJob", replicaTypes=["a"]),
      f"{RP}.rules[0]", "PreemptedByKueue goes with action FailJob only"),
-    ("restart-job-not-yet", _rule(onReasons=["Evicted"], action="RestartJob"),
+    ("restart-job-unknown-action", _rule(onReasons=["Evicted"], action="RestartGang"),
      f"{RP}.rules[0].action", ""),
     ("stalled-not-yet", _rule(onReasons=["Stalled"], action="FailJob"),
      f"{RP}.rules[0].onReasons[0]", ""),
@@ -108,10 +112,19 @@ def test_what_each_action_charges() -> None:
                 {"onReasons": ["Error"], "action": "RestartReplica", "budget": "Infrastructure"},
                 {"onReasons": ["Error"], "action": "Ignore"},
                 {"onReasons": ["Error"], "action": "FailJob"},
+                {"onReasons": ["Error"], "action": "RestartJob"},
+                {"onReasons": ["Error"], "action": "RestartJob", "budget": "Infrastructure"},
             ]
         }
     ).rules
-    assert [r.charges for r in rules] == ["User", "Infrastructure", "Infrastructure", None]
+    assert [r.charges for r in rules] == [
+        "User",
+        "Infrastructure",
+        "Infrastructure",
+        None,
+        "User",
+        "Infrastructure",
+    ]
 
 
 def test_every_crd_has_the_rules_with_their_cel(manager: PluginManager) -> None:
@@ -122,9 +135,18 @@ def test_every_crd_has_the_rules_with_their_cel(manager: PluginManager) -> None:
         assert policy["properties"]["rules"]["maxItems"] == 16
         assert policy["properties"]["rules"]["x-kubernetes-validations"]
         assert len(rule["x-kubernetes-validations"]) == 4
-        assert rule["properties"]["action"]["enum"] == ["RestartReplica", "FailJob", "Ignore"]
+        assert rule["properties"]["action"]["enum"] == [
+            "RestartReplica",
+            "RestartJob",
+            "FailJob",
+            "Ignore",
+        ]
         status = spec["status"]["properties"]
         assert status["infrastructureRestartCount"]["type"] == "integer"
+        assert status["restartHistory"]["maxItems"] == 16
+        entry = status["restartHistory"]["items"]["properties"]
+        assert entry["action"]["enum"] == ["RestartReplica", "RestartJob", "Ignore"]
+        assert entry["message"]["maxLength"] == 256
 
 
 @pytest.fixture(scope="module")

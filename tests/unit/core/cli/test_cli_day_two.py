@@ -311,3 +311,43 @@ def test_events_with_a_micro_time_are_aged_like_the_others() -> None:
     facts = _facts()
     text = render({**facts, "events": [*facts["events"], scheduled]}, NOW)
     assert "      1s  Normal  Scheduled  Pod/broken-worker-0" in text.splitlines()
+
+
+def test_describe_text_shows_the_newest_recoveries() -> None:
+    recoveries = [
+        {
+            "time": "2026-01-01T11:57:55Z",
+            "replica": "worker-2",
+            "action": "RestartJob",
+            "reason": "NodeLost",
+            "exitCode": None,
+            "node": "node-7",
+            "rule": "builtin:infrastructure",
+            "budget": "Infrastructure",
+            "recoverySeconds": 75.0,
+            "stepsLost": 1200,
+            "message": "broken-worker-2 failed: NodeLost",
+        },
+        {
+            "time": "2026-01-01T11:59:50Z",
+            "replica": "worker-0",
+            "action": "RestartReplica",
+            "reason": "Error",
+            "exitCode": 3,
+            "node": None,
+            "rule": "restartPolicy",
+            "budget": "User",
+            "recoverySeconds": None,
+            "stepsLost": None,
+            "message": "broken-worker-0 failed with exit code 3",
+        },
+    ]
+    lines = render(_facts(recoveries=recoveries), NOW).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    at = lines.index("Recoveries:")
+    assert lines[at + 1 : at + 4] == [
+        "     AGE  REPLICA     ACTION         REASON    RULE          BUDGET  TOOK  LOST",
+        "    2m5s  worker-2    RestartJob     NodeLost  builtin:infra Infra  1m15s  1200",
+        "     10s  worker-0    RestartReplica Error     restartPolicy User       -     -",
+    ]
+    assert "Recoveries:" not in render(_facts(), NOW).splitlines()

@@ -4,6 +4,7 @@ settled reconciles)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
@@ -15,6 +16,7 @@ from t9kjobs.kube.informer import Store
 from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
+from t9kjobs.testing.fixtures import pod_in_phase
 from tests.unit.core.kube.fake_transport import FakeTransport
 
 KIND = "PyTorchTrainingJob"
@@ -90,3 +92,21 @@ def status_writes(fake: FakeTransport) -> list[Any]:
 
 def already_exists(path: str) -> ApiError:
     return ApiError(409, {"message": f"{path} already exists", "reason": "AlreadyExists"})
+
+
+class Clock:
+    """The reconciler's clock, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def set_pods(children: dict[str, Store], phase: str) -> None:
+    for pod in children["Pod"].owned_by("job-uid"):
+        children["Pod"].put(pod_in_phase(pod, phase))

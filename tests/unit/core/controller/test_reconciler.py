@@ -7,16 +7,13 @@ Events go to the recorder, routine ones only when asked for. The API server is `
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import yaml
 
 from t9kjobs.controller.events import EventRecorder
-from t9kjobs.kube.informer import Store
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import FOLDED_STATUS_SECONDS
@@ -26,41 +23,19 @@ from tests.unit.core.controller.reconciling import (
     KEY,
     KIND,
     WORKERS,
+    Clock,
     already_exists,
     reconciler,
+    set_pods,
     settle,
     status_writes,
 )
 from tests.unit.core.kube.fake_transport import FakeTransport
 
 
-@pytest.fixture
-def creator() -> Iterator[ThreadPoolExecutor]:
-    with ThreadPoolExecutor(8) as pool:
-        yield pool
-
-
 def initialized(status: Any) -> tuple[str, str]:
     condition = next(c for c in status["conditions"] if c["type"] == "Initialized")
     return condition["status"], condition["reason"]
-
-
-class Clock:
-    """The reconciler's clock, moved on by the test."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-def set_pods(children: dict[str, Store], phase: str) -> None:
-    for pod in children["Pod"].owned_by("job-uid"):
-        children["Pod"].put(pod_in_phase(pod, phase))
 
 
 def test_the_service_then_all_pods_at_once_then_the_status_once_they_run(

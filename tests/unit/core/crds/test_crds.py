@@ -572,6 +572,7 @@ def test_names_subresources_and_columns(manager: PluginManager, all_crds: dict[s
             "Started": (".status.startTime", 1),
             "Finished": (".status.completionTime", 1),
             "Progress": (".status.progress.percent", 1),
+            "Infra": (".status.infrastructureRestartCount", 1),
         }
         if info.scale_spec_path:
             assert version["subresources"]["scale"] == {
