@@ -255,6 +255,12 @@ class JobStatus(_KeepsUnknownFields):
         description="Restarts charged to spec.recoveryPolicy.infrastructureRestartLimit, all"
         " replicas; absent: none.",
     )
+    lost_nodes: list[str] | None = Field(
+        default=None,
+        max_length=16,
+        description="Nodes on which the job lost a pod (newest last, at most 16): the pods it"
+        " creates since prefer other nodes.",
+    )
     start_time: str | None = Field(
         default=None, description="When the job started; activeDeadlineSeconds counts from it."
     )
