@@ -232,6 +232,8 @@ def with_lost_nodes(changes: Changes, observed: Observed, now: datetime, bound: 
             continue
         name = pod["metadata"]["name"]
         why = lost(pod, observed.nodes, now, bound)
+        if why is not None and pod["metadata"].get("deletionGracePeriodSeconds") == 0:
+            continue  # forced already: only its finalizers, if any, keep it
         if why is not None:
             if ("Pod", name) not in deleting:
                 deletes.append(deletion(pod, force=True))

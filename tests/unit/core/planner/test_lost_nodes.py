@@ -184,6 +184,16 @@ def test_a_terminating_pod_on_a_lost_node_is_forced_with_no_new_failure() -> Non
     assert "affinity" in created["spec"]
 
 
+def test_a_pod_whose_deletion_is_forced_already_is_not_forced_again() -> None:
+    sim = _started(recoveryPolicy={})
+    sim.terminate(W0, NOW + timedelta(seconds=30))
+    sim.pod(W0)["metadata"]["deletionGracePeriodSeconds"] = 0  # a finalizer keeps it
+    sim.node("node-0", "Unknown")
+    sim.now = DOWN_AT + timedelta(seconds=60)
+    p = sim.plan()
+    assert W0 not in _deleted(p) and "NodeLost" not in _reasons(p)
+
+
 def test_a_pod_that_ended_is_never_lost_with_its_node() -> None:
     sim = _started(recoveryPolicy={})
     sim.set(W0, "Succeeded")
