@@ -82,11 +82,10 @@ def _node_of(pod: Obj) -> str | None:
 
 
 def _not_ready_for(node: NodeState, now: datetime) -> float | None:
-    """Seconds the node has been not Ready, None while it is Ready."""
-    if node.ready == "True":
+    """Seconds the node has been not Ready; None while it is Ready, or says nothing yet (no
+    Ready condition: a node registering, with no time to count from)."""
+    if node.ready == "True" or node.since is None:
         return None
-    if node.since is None:
-        return 0.0
     return max(0.0, (now - node.since).total_seconds())
 
 

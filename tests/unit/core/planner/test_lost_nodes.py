@@ -19,7 +19,8 @@ from t9kjobs.models import dump
 from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod
 from t9kjobs.planner import NodeState, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
-from t9kjobs.planner.nodes import MAX_AVOIDED_NODES, avoid, remember_lost
+from t9kjobs.planner.failures import classify
+from t9kjobs.planner.nodes import MAX_AVOIDED_NODES, Lost, as_lost, avoid, remember_lost
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.test_planner import Sim
@@ -159,6 +160,15 @@ def test_a_job_without_a_recovery_policy_is_restarted_by_the_built_in_rule() -> 
     assert (p.status.backoff_count, p.status.infrastructure_restart_count) == (0, 1)
 
 
+def test_a_node_without_a_ready_condition_yet_is_no_verdict() -> None:
+    sim = _started(recoveryPolicy={"nodeLostAfterSeconds": 0})
+    assert sim.nodes is not None
+    sim.nodes["node-0"] = NodeState("node-0", True, "Unknown", None)
+    sim.now = NOW + timedelta(days=1)
+    p = sim.plan()
+    assert not p.delete and p.requeue_after is None
+
+
 def test_without_node_detection_nothing_is_ever_lost() -> None:
     sim = _started(recoveryPolicy={})
     sim.nodes = None
@@ -263,6 +273,13 @@ def test_avoidance_is_appended_to_the_templates_own_affinity_and_bounded() -> No
         )
         == 1
     )
+
+
+def test_the_failure_of_a_lost_pod_names_its_node() -> None:
+    pod: Obj = {"metadata": {"name": W0}, "spec": {"nodeName": "node-3"}, "status": {}}
+    failure = classify(as_lost(pod, Lost("node-3", "node node-3 was deleted")), "main")
+    assert (failure.reason, failure.node, failure.exit_code) == ("NodeLost", "node-3", None)
+    assert failure.describe(W0) == f"{W0} failed: NodeLost (status.reason NodeLost)"
 
 
 def test_lost_nodes_are_remembered_newest_last_each_once() -> None:
