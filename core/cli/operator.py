@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         routine_events=args.routine_events,
         progress_interval=args.progress_interval,
         progress_qps=args.progress_qps,
+        lost_node_seconds=args.lost_node_seconds,
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
@@ -187,6 +188,15 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="READS",
         help="progress reads a second, all running jobs together (default 5; 0: progress is"
         " not read): at 500 running jobs, each is read every 100 s",
+    )
+    p.add_argument(
+        "--lost-node-seconds",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a pod on a node not Ready this long, or on a deleted node, is lost: force-deleted"
+        " and replaced (default 60; a job's recoveryPolicy.nodeLostAfterSeconds overrides it;"
+        " 0: nodes are not watched, and no right on them is needed)",
     )
     p.add_argument(
         "--network-policy",

@@ -77,6 +77,11 @@ class Metrics:
             registry=r,
         )
         self.is_leader = Gauge("t9kjobs_leader", "1 while this replica is the leader.", registry=r)
+        self.lost_node_detection = Gauge(
+            "t9kjobs_lost_node_detection",
+            "1 while nodes are watched for lost pods (--lost-node-seconds), 0 when off or refused.",
+            registry=r,
+        )
         self.gc_seconds = Counter(
             "t9kjobs_gc",
             "Seconds spent in Python's cyclic garbage collector, by generation.",

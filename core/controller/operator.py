@@ -35,6 +35,7 @@ from t9kjobs.controller.jobs import JobController
 from t9kjobs.controller.leader import LeaderElector
 from t9kjobs.controller.marks import KEY_SECRET, Marks, load_marks
 from t9kjobs.controller.metrics import Metrics
+from t9kjobs.controller.nodes import NodeWatch, node_of
 from t9kjobs.controller.options import Options
 from t9kjobs.controller.progress import ProgressReader
 from t9kjobs.controller.reconciler import Reconciler
@@ -142,6 +143,7 @@ class Operator:
             metrics=self.metrics,
         )
         self.jobs = JobController(reconciler, options, self.metrics)
+        self.nodes = NodeWatch.wired(options.lost_node_seconds, self.transport, self.jobs)
         # A job whose progress changed is queued like one whose child changed: batched.
         reconciler.progress = ProgressReader(
             self.transport,
@@ -223,7 +225,9 @@ class Operator:
         for kind, resource in self.child_resources.items():
             if kind in absent or kind in child_stores:
                 continue
-            store = child_stores[kind] = Store(slimmer(kind), owner=self._owner)
+            # The Pod store's nodeName index finds the pods a node event is about.
+            index = node_of if kind == "Pod" and self.nodes is not None else None
+            store = child_stores[kind] = Store(slimmer(kind), owner=self._owner, index=index)
             started += [
                 Informer(
                     self.transport,
@@ -313,6 +317,7 @@ class Operator:
         )
         if not self._serve(kinds, absent):
             return  # stopped while the caches synced
+        self.informers += self.nodes.start(self.supervisor) if self.nodes is not None else []
         self._synced.set()
         log.info("caches synced: %d informer(s)", len(self.informers))
         self.jobs.start(self.supervisor)

@@ -64,3 +64,7 @@ class Options:
     # a second (0: progress is not read).
     progress_interval: float = 30.0
     progress_qps: float = 5.0
+    # Pods on a node not Ready this long (its Ready condition's lastTransitionTime), or on a
+    # deleted node, are lost: force-deleted and replaced (t9kjobs.planner.nodes); a job's
+    # recoveryPolicy.nodeLostAfterSeconds overrides it. 0: no Node informer, nothing lost.
+    lost_node_seconds: float = 60.0

@@ -39,6 +39,7 @@ from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.failing import CannotHandle, ChildRejected
 from t9kjobs.controller.metrics import Metrics
+from t9kjobs.controller.nodes import NodeWatch
 from t9kjobs.controller.ownership import Held, NameConflicts
 from t9kjobs.controller.progress import ProgressReader
 from t9kjobs.controller.result import AT_ONCE, DONE, Result
@@ -103,6 +104,9 @@ class Reconciler:
         self.routine_events = routine_events
         self.progress = progress
         self.metrics = metrics
+        # Lost-node detection (`t9kjobs.controller.nodes`), when the operator watches nodes.
+        self.nodes: NodeWatch | None = None
+        self.lost_node_seconds = 60.0
         self.conflicts = NameConflicts(api)
         self.apply = Applier(api, self.conflicts, creator)
         # The versions the last reconcile of a job read, when it found nothing to do; kept as
@@ -234,10 +238,20 @@ class Reconciler:
         self, key: JobKey, job: Job, held: Held, children: list[Obj], problems: list[Problem]
     ) -> Plan:
         reading = self.progress.reading(key) if self.progress is not None else None
+        pods = [c for c in children if c.get("kind") == "Pod"]
+        observed = Observed.of(
+            children,
+            self.cache.absent_kinds,
+            held,
+            self.cache.kueue(),
+            reading,
+            nodes=self.nodes.states(pods) if self.nodes is not None else None,
+            lost_node_seconds=self.lost_node_seconds,
+        )
         try:
             return plan(
                 job,
-                Observed.of(children, self.cache.absent_kinds, held, self.cache.kueue(), reading),
+                observed,
                 self.clock(),
                 self.plugins.hooks_for(job.kind),
                 warnings=problems,

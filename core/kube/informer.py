@@ -100,10 +100,13 @@ class Store:
         slim: Callable[[Obj], Obj] | None = None,
         clock: Callable[[], float] = time.monotonic,
         owner: Callable[[Obj], str | None] | None = None,
+        index: Callable[[Obj], str | None] | None = None,
     ) -> None:
         """`owner`: the uid of the job an object belongs to, for the index (`owned_by`); by
         default its controller ownerReference's, which anyone who may create the object can
-        write: the operator passes the check of its marks (`t9kjobs.controller.marks`)."""
+        write: the operator passes the check of its marks (`t9kjobs.controller.marks`).
+        `index`: a second key to find objects by (`indexed`; the Pod store's is the node a
+        pod runs on, for the lost-node detection); none by default."""
         self._slim = slim or slimmer("")
         self._clock = clock
         self._owner = owner or self.owner_uid
@@ -112,6 +115,9 @@ class Store:
         # Whose each indexed object is, as `owner` said when it was put: the index is undone
         # from this, without asking `owner` (a hash, for the operator's marks) again.
         self._owner_of: dict[Key, str] = {}
+        self._index = index
+        self._by_index: dict[str, set[Key]] = {}
+        self._index_of: dict[Key, str] = {}
         # Oldest first: a tombstone is laid at the end and never moved, so expiring them is a
         # walk from the front that stops at the first young one (`_expire_tombstones`).
         self._tombstones: OrderedDict[Key, tuple[Obj, float]] = OrderedDict()
@@ -165,6 +171,10 @@ class Store:
             if uid:
                 self._by_owner.setdefault(uid, set()).add(key)
                 self._owner_of[key] = uid
+            value = self._index(obj) if self._index is not None else None
+            if value:
+                self._by_index.setdefault(value, set()).add(key)
+                self._index_of[key] = value
             return True
 
     def remove(self, namespace: str, name: str, last: Obj | None = None) -> Obj | None:
@@ -195,15 +205,21 @@ class Store:
             del self._tombstones[key]
 
     def _unindex(self, key: Key) -> None:
-        uid = self._owner_of.pop(key, None)
-        if uid and uid in self._by_owner:
-            self._by_owner[uid].discard(key)
-            if not self._by_owner[uid]:
-                del self._by_owner[uid]
+        for of, by in ((self._owner_of, self._by_owner), (self._index_of, self._by_index)):
+            value = of.pop(key, None)
+            if value and value in by:
+                by[value].discard(key)
+                if not by[value]:
+                    del by[value]
 
     def owned_by(self, uid: str) -> list[Obj]:
         with self._lock:
             return [self._objects[k] for k in sorted(self._by_owner.get(uid, ()))]
+
+    def indexed(self, value: str) -> list[Obj]:
+        """The objects whose `index` key is `value` (none without an index)."""
+        with self._lock:
+            return [self._objects[k] for k in sorted(self._by_index.get(value, ()))]
 
     def all(self) -> list[Obj]:
         with self._lock:

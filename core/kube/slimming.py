@@ -17,6 +17,12 @@ their spec-hash annotation, never by their spec, and never writes a cached pod b
 change is deleted and created anew from the job). Other kinds keep their spec: a Service or a
 PodGroup is compared with the one the job wants.
 
+A Node (the lost-node detection's cluster-wide informer, `t9kjobs.controller.nodes`) keeps its
+name, uid, resourceVersion and deletionTimestamp, its taints (key, effect, timeAdded), whether it
+is unschedulable, and its `Ready` condition's status, reason and lastTransitionTime: nothing
+that a kubelet's heartbeat changes (lastHeartbeatTime, images, allocatable, the other
+conditions' times), so that the kept part of a node changes only when what a plan reads does.
+
 A Secret keeps its metadata alone (and its kind and apiVersion): no `data`, `stringData` or
 anything else of it. Nothing reads a cached Secret but for its name, labels and owner (the SSH
 Secret is created with its key material and never rewritten), and key material has no business
@@ -102,6 +108,33 @@ def _slim_pod(pod: Obj) -> Obj:
     return pod
 
 
+_NODE_META_FIELDS = ("name", "uid", "resourceVersion", "deletionTimestamp")
+_TAINT_FIELDS = ("key", "effect", "timeAdded")
+_READY_FIELDS = ("type", "status", "reason", "lastTransitionTime")
+
+
+def _slim_node(node: Obj) -> Obj:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    kept_spec: Obj = {}
+    if spec.get("taints"):
+        kept_spec["taints"] = [{k: t[k] for k in _TAINT_FIELDS if k in t} for t in spec["taints"]]
+    if spec.get("unschedulable"):
+        kept_spec["unschedulable"] = True
+    ready = [
+        {k: c[k] for k in _READY_FIELDS if k in c}
+        for c in (node.get("status") or {}).get("conditions") or []
+        if c.get("type") == "Ready"
+    ]
+    return {
+        "apiVersion": node.get("apiVersion", "v1"),
+        "kind": "Node",
+        "metadata": {k: meta[k] for k in _NODE_META_FIELDS if k in meta},
+        "spec": kept_spec,
+        "status": {"conditions": ready} if ready else {},
+    }
+
+
 _SECRET_FIELDS = ("apiVersion", "kind", "metadata")
 
 
@@ -115,7 +148,9 @@ def _metadata_only(obj: Obj) -> Obj:
 def slimmer(kind: str) -> Callable[[Obj], Obj]:
     """How a store of `kind` trims an object before keeping it: what it keeps, interned. An
     object of kind Secret keeps its metadata only, in a store of any kind."""
-    trim = {"Pod": _slim_pod, "Secret": _metadata_only}.get(kind, _without_managed_fields)
+    trim = {"Pod": _slim_pod, "Secret": _metadata_only, "Node": _slim_node}.get(
+        kind, _without_managed_fields
+    )
 
     def slim(obj: Obj) -> Obj:
         kept: Obj = _interned((_metadata_only if obj.get("kind") == "Secret" else trim)(obj))

@@ -45,6 +45,8 @@ __all__ = [
 MAX_RECOVERY_RULES = 16
 MAX_EXIT_CODES = 255
 DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
+# The longest a job may wait on a node that is not Ready before its pods there count as lost.
+MAX_NODE_LOST_AFTER_SECONDS = 86400
 
 RecoveryAction = Literal["RestartReplica", "RestartJob", "FailJob", "Ignore"]
 # The actions that restart, and so may say which budget they charge.
@@ -257,6 +259,14 @@ class RecoveryPolicy(ApiModel):
         description="Restarts charged to the infrastructure (Ignore, and RestartReplica or"
         " RestartJob with budget Infrastructure), all replicas, before such failures are"
         " charged to the user (backoffLimit) as today. Defaults to 20.",
+    )
+    node_lost_after_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_NODE_LOST_AFTER_SECONDS,
+        description="Seconds a node stays not Ready (its Ready condition False or Unknown, counted"
+        " from its lastTransitionTime) before the job's pods on it are lost: failure NodeLost,"
+        " force-deleted and replaced. Default: the operator's --lost-node-seconds (60).",
     )
     rules: list[RecoveryRule] = Field(
         default_factory=list,

@@ -275,6 +275,12 @@ class JobStatus(_KeepsUnknownFields):
         description="Seconds from the latest recovered failure to every replica Running or"
         " Succeeded again.",
     )
+    lost_nodes: list[str] | None = Field(
+        default=None,
+        max_length=16,
+        description="Nodes on which the job lost a pod (newest last, at most 16): the pods it"
+        " creates since prefer other nodes.",
+    )
     start_time: str | None = Field(
         default=None, description="When the job started; activeDeadlineSeconds counts from it."
     )

@@ -4,7 +4,7 @@
 (`situation`): a job that keeps running (`running`), one that stops (`stopping`), the status
 they write (`status`), the pods it wants (`desired`) and how its replicas stand (`replicas`),
 where its pods are placed together (`placement`), its place in a Kueue queue (`queueing`) and
-its training progress (`progress`).
+its training progress (`progress`), the pods it loses with their nodes (`nodes`).
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
@@ -13,6 +13,7 @@ from t9kjobs.planner.types import (
     EngineHooks,
     Event,
     Kueue,
+    NodeState,
     ObjectRef,
     Observed,
     Plan,
@@ -25,6 +26,7 @@ __all__ = [
     "EngineHooks",
     "Event",
     "Kueue",
+    "NodeState",
     "ObjectRef",
     "Observed",
     "Plan",

@@ -66,6 +66,7 @@ class Failure:
     container: str | None
     condition: Obj | None  # the pod's DisruptionTarget condition, as kept
     pod_reason: str | None  # status.reason
+    node: str | None = None  # the node the pod ran on (spec.nodeName), for the restart history
 
     def describe(self, name: str) -> str:
         """`<pod> failed with exit code N (container C)`, or `<pod> failed: <reason> (...)`
@@ -119,4 +120,5 @@ def classify(pod: Obj, training_container: str | None) -> Failure:
         reason = "OOMKilled"
     else:
         reason = "Error"
-    return Failure(reason, code, container, condition, pod_reason)
+    node = (pod.get("spec") or {}).get("nodeName")
+    return Failure(reason, code, container, condition, pod_reason, str(node) if node else None)

@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, JobStatus, Lifecycle, recovery_of
+from t9kjobs.models import Job, JobStatus, Lifecycle, RecoveryPolicy, recovery_of
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.admission import (
     admission,
@@ -37,6 +37,7 @@ from t9kjobs.planner.admission import (
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue
+from t9kjobs.planner.nodes import as_lost, bound_of, lost, lost_pods, remember_lost, with_lost_nodes
 from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
@@ -111,6 +112,7 @@ def plan(
         # one if that write failed, once no pod of the job holds resources: the quota goes
         # back to the queue.
         changes = finished_workloads(changes, status, observed, ts)
+    changes = with_lost_nodes(changes, observed, now, bound_of(recovery_of(job.spec), observed))
     built = _built(before, status, changes, observed, now, warnings, routine_events)
     return replace(built, progress_source=source)
 
@@ -169,13 +171,26 @@ def _situation(
     replicas = [r for t in status.tasks for r in t.replicas]
     pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
+    recovery = recovery_of(job.spec)
+    bound = bound_of(recovery, observed)
+    # A pod lost with its node is judged as a failed one (`t9kjobs.planner.nodes`); by the
+    # built-in rule even in a job without a recoveryPolicy: no kubelet will ever end it.
+    lost_now = lost_pods(observed.pods(), observed.nodes, now, bound)
+    for name, why in lost_now.items():
+        pods_by_name = {**pods_by_name, name: as_lost(pods_by_name[name], why)}
+    if lost_now and recovery is None:
+        recovery = RecoveryPolicy()
+    status.lost_nodes = remember_lost(
+        status.lost_nodes,
+        sorted({w.node for p in observed.pods() if (w := lost(p, observed.nodes, now, bound))}),
+    )
     found = assess(
         pods,
         pods_by_name,
         recorded,
         status.backoff_count,
         life,
-        recovery=recovery_of(job.spec),
+        recovery=recovery,
         counted={r.name: r.counted for r in replicas},
         infra_count=status.infrastructure_restart_count or 0,
     )
@@ -192,6 +207,7 @@ def _situation(
         pods_by_name=pods_by_name,
         found=found,
         queued=in_queue,
+        lost={name: why.why for name, why in lost_now.items()},
     )
 
 

@@ -24,6 +24,7 @@ from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
 from t9kjobs.planner.history import close_recovered, record_restarts
 from t9kjobs.planner.job_restart import waits
+from t9kjobs.planner.nodes import avoid
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -83,7 +84,10 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             deletes.append(deletion(current))
             events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
     for desired, pod in found.restart:
-        deletes.append(deletion(pod))
+        lost = s.lost.get(desired.name)
+        deletes.append(deletion(pod, force=lost is not None))
+        if lost is not None:
+            events.append(Event("Warning", "NodeLost", f"{desired.name} force-deleted: {lost}"))
         if desired.name in found.job_members:
             continue  # said once for the whole job, below
         code = exit_code_of(pod, desired.training_container)
@@ -165,6 +169,8 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         # A replacement's old pod may still be listed: it is leaving, not a member.
         live = {n: p for n, p in pods_by_name.items() if n not in restarting}
         rejoin_or_alone(pod_creates, live, s.aux)
+        for manifest in pod_creates:
+            avoid(manifest, status.lost_nodes)  # after the spec hash: never a relaunch
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
         # A job's first pods: its Initialized condition and replicas say so too. Pods created
         # again (a restart's replacement, a relaunch, a resume, a pod deleted by hand) are news.

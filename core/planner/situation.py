@@ -11,7 +11,7 @@ and nothing changes it after.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from t9kjobs.models import Job, JobStatus, Lifecycle
@@ -39,6 +39,8 @@ class Situation:
     pods_by_name: Mapping[str, Obj]  # the pods it has, by name, as `remembered` keeps them
     found: Assessment  # every replica under its restart policy
     queued: Queued | None = None  # its place in a Kueue queue (t9kjobs.planner.queueing)
+    # its live pods lost with their node, by name: why (t9kjobs.planner.nodes)
+    lost: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

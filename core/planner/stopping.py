@@ -44,10 +44,12 @@ def finished(status: JobStatus, observed: Observed, life: Lifecycle) -> Changes:
     return Changes(delete=tuple(cleanup(observed, life, deadline=deadline)))
 
 
-def deletion(obj: Obj) -> ObjectRef:
-    """How to delete a child: by its uid, and at once for a pod whose containers all exited."""
+def deletion(obj: Obj, *, force: bool = False) -> ObjectRef:
+    """How to delete a child: by its uid, and at once for a pod whose containers all exited
+    or, `force`, for one whose node is lost (`t9kjobs.planner.nodes`: no kubelet will stop
+    it, so a graceful deletion would never end)."""
     meta = obj["metadata"]
-    exited = obj["kind"] == "Pod" and pod_state(obj) in ("Succeeded", "Failed")
+    exited = obj["kind"] == "Pod" and (force or pod_state(obj) in ("Succeeded", "Failed"))
     return ObjectRef(
         str(obj.get("apiVersion", "v1")),
         str(obj["kind"]),

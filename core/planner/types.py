@@ -16,6 +16,7 @@ __all__ = [
     "EngineHooks",
     "Event",
     "Kueue",
+    "NodeState",
     "ObjectRef",
     "Observed",
     "Plan",
@@ -102,6 +103,19 @@ class Reading:
 
 
 @dataclass(frozen=True)
+class NodeState:
+    """A node as a plan reads it (`t9kjobs.planner.nodes`): whether the cluster still has it,
+    its `Ready` condition's status and when that status began, whether it is tainted
+    unreachable."""
+
+    name: str
+    present: bool
+    ready: str = "True"  # True, False or Unknown (no Ready condition yet: Unknown)
+    since: datetime | None = None  # the Ready condition's lastTransitionTime
+    unreachable: bool = False
+
+
+@dataclass(frozen=True)
 class Observed:
     """The children of one job that the cluster holds, keyed by (kind, name).
 
@@ -118,6 +132,11 @@ class Observed:
 
     `progress`: the newest progress report the controller read from the job's log since the
     operator started (`t9kjobs.planner.progress`); None when it read none.
+
+    `nodes`: the nodes the job's pods name, by name (`t9kjobs.planner.nodes`); None when
+    lost-node detection is off or cannot read nodes: no pod is then lost for a node reason.
+    `lost_node_seconds`: how long a node stays not Ready before its pods are lost, where the
+    job's `recoveryPolicy.nodeLostAfterSeconds` does not say (the operator's option).
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
@@ -125,6 +144,8 @@ class Observed:
     conflicts: Mapping[tuple[str, str], str] = field(default_factory=dict)
     kueue: Kueue | None = None
     progress: Reading | None = None
+    nodes: Mapping[str, NodeState] | None = None
+    lost_node_seconds: float = 60.0
 
     @classmethod
     def of(
@@ -134,6 +155,9 @@ class Observed:
         conflicts: Mapping[tuple[str, str], str] | None = None,
         kueue: Kueue | None = None,
         progress: Reading | None = None,
+        *,
+        nodes: Mapping[str, NodeState] | None = None,
+        lost_node_seconds: float = 60.0,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -141,6 +165,8 @@ class Observed:
             dict(conflicts or {}),
             kueue,
             progress,
+            nodes,
+            lost_node_seconds,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:

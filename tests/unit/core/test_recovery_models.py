@@ -77,6 +77,9 @@ CASES: list[tuple[str, Obj, str, str]] = [
     ("17-rules", {"rules": [{"onReasons": ["Error"], "action": "FailJob"}] * 17}, f"{RP}.rules", ""),
     ("unknown-field", _rule(onReasons=["Error"], action="FailJob", onMessage="x"),
      f"{RP}.rules[0].onMessage", ""),
+    ("lost-node-bound", {"nodeLostAfterSeconds": 0}, "", ""),
+    ("lost-node-negative", {"nodeLostAfterSeconds": -1}, f"{RP}.nodeLostAfterSeconds", ""),
+    ("lost-node-over-a-day", {"nodeLostAfterSeconds": 86401}, f"{RP}.nodeLostAfterSeconds", ""),
 ]  # fmt: skip
 
 
