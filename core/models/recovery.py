@@ -10,8 +10,9 @@ each list) and, with `replicaTypes`, the replica's type is listed. Its action re
 replica (`RestartReplica`), fails the job (`FailJob`) or restarts it without charging the
 user's budget (`Ignore`, charged to `infrastructureRestartLimit` instead, so that no loop is
 endless). Restarting the whole job (`RestartJob`) and the reasons only later steps of #48 can
-see (`Stalled`, `PreemptedByKueue`, `GangIncomplete`) are not accepted until they are built:
-accepting what the engine does not do would be a silent lie.
+see (`PreemptedByKueue`, `GangIncomplete`) are not accepted until they are built: accepting
+what the engine does not do would be a silent lie. `Stalled` is the engine's verdict on a job
+whose progress stopped (`stall`, `t9kjobs.planner.stall`).
 
 Cross-field rules are declared twice, as elsewhere (`t9kjobs.models`): CEL for admission and a
 pydantic validator for `t9kjobs validate`, at the same field paths. Every list has `maxItems`
@@ -25,6 +26,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models._spellings import _OneSpelling, enabled_field
 from t9kjobs.models.bounds import INT32_MAX
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "RecoveryPolicy",
     "RecoveryReason",
     "RecoveryRule",
+    "StallDetection",
     "recovery_of",
 ]
 
@@ -46,7 +49,7 @@ DEFAULT_INFRASTRUCTURE_RESTART_LIMIT = 20
 
 RecoveryAction = Literal["RestartReplica", "FailJob", "Ignore"]
 # What the engine calls a failure (`t9kjobs.planner.failures.classify`).
-RecoveryReason = Literal["NodeLost", "Preempted", "Evicted", "OOMKilled", "Error"]
+RecoveryReason = Literal["NodeLost", "Preempted", "Evicted", "OOMKilled", "Error", "Stalled"]
 RECOVERY_REASONS: tuple[str, ...] = get_args(RecoveryReason)
 # Reasons that come with an exit code: the only ones `onExitCodes` may be combined with.
 _EXIT_REASONS = ("OOMKilled", "Error")
@@ -177,7 +180,8 @@ class RecoveryRule(ApiModel):
         min_length=1,
         max_length=len(RECOVERY_REASONS),
         description="Matches the failure's reason (any one): NodeLost, Preempted, Evicted,"
-        " OOMKilled or Error (any other non-zero exit).",
+        " OOMKilled, Error (any other non-zero exit) or Stalled (no progress reported for"
+        " longer than spec.recoveryPolicy.stall allows; the replica read is restarted).",
     )
     replica_types: list[_ReplicaType] | None = Field(
         default=None,
@@ -216,6 +220,65 @@ class RecoveryRule(ApiModel):
         return self.budget or "User"
 
 
+_STALL_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.startupSeconds) || self.startupSeconds >= self.floorSeconds",
+        "message": "startupSeconds must be at least floorSeconds",
+    },
+]
+DEFAULT_STALL_FACTOR = 10
+DEFAULT_STALL_FLOOR_SECONDS = 600
+MAX_STALL_SECONDS = 7 * 24 * 3600
+
+
+class StallDetection(_OneSpelling):
+    """When a job whose progress stops is Stalled: no newer report for
+    max(factor x the median interval between reports, floorSeconds)."""
+
+    model_config = _OneSpelling.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _STALL_RULES}
+    )
+
+    enabled: bool = enabled_field(
+        "Whether the engine judges the job Stalled (only a job that reports progress)."
+        " Defaults to true.",
+        default=True,
+    )
+    factor: int = Field(
+        default=DEFAULT_STALL_FACTOR,
+        ge=1,
+        le=1000,
+        description="Times the median interval between two reports that advanced (the last"
+        " 16) without a newer report before the job is Stalled. Defaults to 10.",
+    )
+    floor_seconds: int = Field(
+        default=DEFAULT_STALL_FLOOR_SECONDS,
+        ge=10,
+        le=MAX_STALL_SECONDS,
+        description="The least time without a newer report before the job is Stalled, and the"
+        " time a rank's Python stacks are dumped after its last report"
+        " (T9KJOBS_STALL_SECONDS). Defaults to 600.",
+    )
+    startup_seconds: int | None = Field(
+        default=None,
+        ge=10,
+        le=MAX_STALL_SECONDS,
+        description="Before the first report of a pod (loading a model may take long): Stalled"
+        " this long after the pod was created; absent: never before the first report.",
+    )
+    capture_stacks: bool = Field(
+        default=True,
+        description="Keep the stacks the ranks dump (faulthandler) in the ConfigMap"
+        " <job>-stacks when the job is Stalled. Defaults to true.",
+    )
+
+    @model_validator(mode="after")
+    def _startup(self) -> StallDetection:
+        if self.startup_seconds is not None and self.startup_seconds < self.floor_seconds:
+            raise ValueError("startupSeconds must be at least floorSeconds")
+        return self
+
+
 class RecoveryPolicy(ApiModel):
     """How the engine recovers from a replica's failure: ordered rules, and the budget of
     restarts that are not the user's fault."""
@@ -227,6 +290,11 @@ class RecoveryPolicy(ApiModel):
         description="Restarts charged to the infrastructure (Ignore, and RestartReplica with"
         " budget Infrastructure), all replicas, before such failures are charged to the user"
         " (backoffLimit) as today. Defaults to 20.",
+    )
+    stall: StallDetection = Field(
+        default_factory=StallDetection,
+        description="When a job whose reported progress stops is Stalled (condition Stalled,"
+        " then the first rule matching the reason Stalled).",
     )
     rules: list[RecoveryRule] = Field(
         default_factory=list,

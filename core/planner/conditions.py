@@ -63,7 +63,8 @@ def set_condition(
 def standing_reason(status: JobStatus) -> str | None:
     """`status.reason`: why a job stands where it does, when it does not go on by itself (the
     reason of its Failed condition, or, while it is unfinished, of a False Admitted condition:
-    it waits in a queue; or of a False Scheduled one: its gang waits for room)."""
+    it waits in a queue; or of a False Scheduled one: its gang waits for room; or `Stalled`
+    while its progress has stopped)."""
     failed, scheduled = status.condition("Failed"), status.condition("Scheduled")
     admitted = status.condition("Admitted")
     if failed is not None and failed.status == "True":
@@ -72,4 +73,7 @@ def standing_reason(status: JobStatus) -> str | None:
         return admitted.reason
     if scheduled is not None and scheduled.status == "False" and not status.finished:
         return scheduled.reason
+    stalled = status.condition("Stalled")
+    if stalled is not None and stalled.status == "True" and not status.finished:
+        return "Stalled"  # its progress stopped (t9kjobs.planner.stall)
     return None

@@ -29,6 +29,7 @@ from t9kjobs.kinds import Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, Lifecycle, recovery_of
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.admission import admission, finished_workloads, label_ignored
+from t9kjobs.planner.checkpoints import record_checkpoint
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
@@ -36,6 +37,7 @@ from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running
 from t9kjobs.planner.situation import Changes, Situation
+from t9kjobs.planner.stall import judge, say, stall_of
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
 from t9kjobs.planner.types import EngineHooks, Event, Observed, Plan, ProgressSource
@@ -68,9 +70,11 @@ def plan(
     life = job.spec.lifecycle()
     ts = rfc3339(now)
     source: ProgressSource | None = None
+    said: list[Event] = []
     if status.finished:
         changes = finished(status, observed, life)
     else:
+        said += record_checkpoint(job, status, observed.progress)
         record_progress(status, observed.progress)
         status.run_mode = life.run_mode.name
         if life.run_mode.paused:
@@ -88,6 +92,8 @@ def plan(
                 changes = _judge(s, status, hooks)
                 if status.phase == "Running":
                     source = progress_source(job, s.pods, s.pods_by_name)
+                    said += say(status, s.stall, ts)
+                    changes = _recheck(changes, s.stall_recheck)
             else:
                 changes = held
                 count_ready(status)
@@ -101,6 +107,8 @@ def plan(
         # one if that write failed, once no pod of the job holds resources: the quota goes
         # back to the queue.
         changes = finished_workloads(changes, status, observed, ts)
+    if said:
+        changes = replace(changes, events=(*said, *changes.events))
     built = _built(before, status, changes, observed, now, warnings, routine_events)
     return replace(built, progress_source=source)
 
@@ -121,6 +129,14 @@ def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
     count_ready(status)
     hooks.update_status(job, status, s.observed.objects)
     return changes
+
+
+def _recheck(changes: Changes, seconds: float | None) -> Changes:
+    """`changes`, looked at again within `seconds` (a stall due: `t9kjobs.planner.stall`)."""
+    if seconds is None:
+        return changes
+    due = seconds if changes.requeue_after is None else min(changes.requeue_after, seconds)
+    return replace(changes, requeue_after=due)
 
 
 def _situation(
@@ -157,6 +173,11 @@ def _situation(
     replicas = [r for t in status.tasks for r in t.replicas]
     pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
+    stalled, recheck = None, None
+    if before.phase == "Running" and not life.run_mode.debugging:
+        source = progress_source(job, pods, pods_by_name)
+        read = pods_by_name.get(source.pod) if source is not None else None
+        stalled, recheck = judge(stall_of(job.spec), status, observed.progress, source, read, now)
     found = assess(
         pods,
         pods_by_name,
@@ -166,6 +187,7 @@ def _situation(
         recovery=recovery_of(job.spec),
         counted={r.name: r.counted for r in replicas},
         infra_count=status.infrastructure_restart_count or 0,
+        stalled=stalled.pod if stalled is not None else None,
     )
     return Situation(
         job=job,
@@ -180,6 +202,8 @@ def _situation(
         pods_by_name=pods_by_name,
         found=found,
         queued=in_queue,
+        stall=stalled,
+        stall_recheck=recheck,
     )
 
 

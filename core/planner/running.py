@@ -19,6 +19,7 @@ from t9kjobs.objects import (
     object_key,
     spec_hash,
 )
+from t9kjobs.planner.checkpoints import resume_values
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
@@ -58,8 +59,11 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         if current is None and blocked:
             continue
         if current is None:
+            incarnation = found.restarts_recorded.get(desired.name, 0)
             annotations = manifest["metadata"].setdefault("annotations", {})
-            annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
+            annotations[ANNOTATION_INCARNATION] = str(incarnation)
+            # After the hash, as the incarnation: a new checkpoint relaunches no running pod.
+            resume_values(s.job, status, desired, incarnation)
             annotations[ANNOTATION_SPEC_HASH] = digest
             if desired.stop_when_finished:
                 annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"

@@ -17,6 +17,7 @@ from datetime import datetime
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.replicas import Assessment
+from t9kjobs.planner.stall import Stall
 from t9kjobs.planner.types import Event, ObjectRef, Observed, Queued
 from t9kjobs.vocabulary import Obj
 
@@ -39,6 +40,8 @@ class Situation:
     pods_by_name: Mapping[str, Obj]  # the pods it has, by name, as `remembered` keeps them
     found: Assessment  # every replica under its restart policy
     queued: Queued | None = None  # its place in a Kueue queue (t9kjobs.planner.queueing)
+    stall: Stall | None = None  # the Stalled verdict (t9kjobs.planner.stall)
+    stall_recheck: float | None = None  # when to judge it again
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 
 from t9kjobs.models import Job
-from t9kjobs.objects import Obj, gpu_count, pod_host, pod_name, training_container
+from t9kjobs.objects import Obj, engine_env_names, gpu_count, pod_host, pod_name, training_container
 from t9kjobs.plugins.deepspeed.spec import DeepSpeedJobSpec
 from t9kjobs.ssh import start_sshd_script, wait_for_sshd_script
 from t9kjobs.templating import render_template
@@ -137,8 +137,12 @@ def env_file_script(names: list[str], path: str = ENV_FILE) -> str:
 
 
 def _env_file(spec: DeepSpeedJobSpec, container: Obj | None) -> str:
-    names = env_names(container)
-    if spec.disable_custom_env or not names:
+    """The env file's script: the template's names (unless `disableCustomEnv`), and the
+    engine's own (`t9kjobs.objects.engine_env_names`: the checkpoint to resume from...), which
+    the ranks need whatever the user's choice."""
+    names = [] if spec.disable_custom_env else env_names(container)
+    names += [n for n in engine_env_names(spec) if n not in names]
+    if not names:
         return ""
     return env_file_script(names, env_file_path(spec)).rstrip("\n")
 
