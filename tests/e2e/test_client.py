@@ -110,7 +110,9 @@ def operator(
     """The CRDs of the bundled kinds and of MPIJob installed, and an operator that loads the
     MPIJob plugin too."""
     install_crds(cluster)
-    env = {**os.environ, "PYTHONPATH": str(mpijob_plugin)}
+    # The tree under test stays first on the path (a worktree's own, when PYTHONPATH names it).
+    path = [str(mpijob_plugin), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     crd = subprocess.run(
         [str(VENV_BIN / "t9kjobs"), "crds", "--stdout"],
         env=env,
