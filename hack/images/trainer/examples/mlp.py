@@ -99,6 +99,7 @@ class Checkpoints:
         """The step to go on from: the checkpoint's, or 0."""
         source = os.environ.get("T9KJOBS_RESUME_FROM", "")
         if not source or not os.path.exists(source):
+            self._say_redone("-", 0)  # a restart from scratch redoes every step
             return 0
         if self.engine is not None:
             folder, tag = os.path.split(source.rstrip("/"))
@@ -110,14 +111,20 @@ class Checkpoints:
             if opt is not None:
                 opt.load_state_dict(state["optimizer"])
             step = int(state["step"])
-        killed = os.path.join(self.folder, "killed-at")
-        redone = ""
-        if os.path.exists(killed):
-            with open(killed) as f:
-                redone = f" redone={int(f.read()) - step}"
-        say(f"resume rank={self.rank} from={source} step={step}{redone}")
+        self._say_redone(source, step)
         self.newest = f" checkpoint={source} checkpoint_step={step}"
         return step
+
+    def _say_redone(self, source: str, step: int) -> None:
+        """`resume rank=R from=P step=S`, and `redone=N` after a `--kill-after` (the steps
+        this incarnation runs again)."""
+        killed = os.path.join(self.folder, "killed-at") if self.folder else ""
+        redone = ""
+        if killed and os.path.exists(killed):
+            with open(killed) as f:
+                redone = f" redone={int(f.read()) - step}"
+        if source != "-" or redone:
+            say(f"resume rank={self.rank} from={source} step={step}{redone}")
 
     def save(self, step: int, net: torch.nn.Module, opt: torch.optim.Optimizer | None) -> None:
         if not self.every or step % self.every:
