@@ -269,7 +269,8 @@ class StallDetection(_OneSpelling):
     capture_stacks: bool = Field(
         default=True,
         description="Keep the stacks the ranks dump (faulthandler) in the ConfigMap"
-        " <job>-stacks when the job is Stalled. Defaults to true.",
+        " <job>-stacks when the job is Stalled. Defaults to true. Not built yet: the stacks"
+        " are in the ranks' logs.",
     )
 
     @model_validator(mode="after")
