@@ -158,6 +158,8 @@ def knobs(args: argparse.Namespace, started: float, step: int, folder: str) -> N
             with open(os.path.join(folder, "killed-at"), "w") as f:
                 f.write(str(step))
         say(f"kill rank={rank} step={step} (--kill-after)")
+        if os.getpid() == 1:  # a container's first process: the kernel drops its own SIGKILL
+            os._exit(128 + signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
     if hang is not None and incarnation == args.hang_incarnation and elapsed >= hang:
         say(f"hang rank={rank} step={step} (--hang-after)")
@@ -189,6 +191,9 @@ def batches(rank: int, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # SIGTERM ends it, as it ends any process but a container's first, which the kernel spares
+    # from signals it has no handler for (the pod would wait its whole grace for SIGKILL).
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
     env = os.environ
     local_rank = args.local_rank if args.local_rank is not None else int(env.get("LOCAL_RANK", 0))
     if args.rank_offset:

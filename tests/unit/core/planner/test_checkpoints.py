@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from t9kjobs.loading import parse_job
+from t9kjobs.loading import load_job, parse_job
 from t9kjobs.objects import ANNOTATION_SPEC_HASH, Obj, find_container
 from t9kjobs.planner import Observed, Plan, Reading, plan
 from t9kjobs.progress import Report
@@ -167,3 +167,16 @@ def test_a_new_checkpoint_never_relaunches_a_pod_recreated_on_change() -> None:
     assert _env(sim.pod(launcher))["T9KJOBS_RESUME_FROM"] == "/ckpt/step-1200"
     sim.objects[("Pod", launcher)] = pod_in_phase(sim.pod(launcher), "Running")
     assert sim.step().delete == ()
+
+
+def test_a_template_setting_the_engines_names_is_warned_and_overridden() -> None:
+    doc = tiny_job(replicas=1, checkpoint=CKPT)
+    template = doc["spec"]["replicaSpecs"][0]["template"]["spec"]
+    template["containers"][0]["env"] = [{"name": "T9KJOBS_RESUME_FROM", "value": "/mine"}]
+    _, warnings = load_job(doc, ReadSim(doc).manager)
+    assert [(p.path, p.severity) for p in warnings] == [
+        ("spec.replicaSpecs[0].template.spec.containers[0].env[0]", "warning")
+    ]
+    sim = ReadSim(doc)
+    sim.step()
+    assert _env(sim.pod(W0))["T9KJOBS_RESUME_FROM"] == ""
