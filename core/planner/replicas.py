@@ -295,6 +295,8 @@ def assess(
                 if _ends_for_good(desired, "Failed"):
                     overridden.add(desired.name)
             state = "Restarting"
+        if hung and desired.name in why:
+            why[desired.name] = f"stalled; {why[desired.name]}"  # the Restarting Event says so
         states.append(
             ReplicaState(
                 desired.replica_type,

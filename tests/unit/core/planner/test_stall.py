@@ -145,7 +145,10 @@ def test_rule_restart_replica_restarts_the_replica_read_once_and_it_starts_over(
     sim.reading = _reading(-2, 0, 25)
     p = sim.step()
     assert [d.name for d in p.delete] == [W0]
-    assert "Restarting" in [e.reason for e in p.events]
+    [restarting] = [e.message for e in p.events if e.reason == "Restarting"]
+    assert restarting == (
+        "tiny-worker-0 running; restart 1 (stalled; rule spec.recoveryPolicy.rules[0])"
+    )
     assert p.status.tasks[0].replicas[0].restart_count == 1
     assert p.status.backoff_count == 1  # charged to the user, as RestartReplica is by default
     sim.now = NOW + timedelta(seconds=30)
