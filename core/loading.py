@@ -23,6 +23,7 @@ from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 from t9kjobs.manager import PluginManager
 from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
 from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
+from t9kjobs.objects import ENGINE_ENV, engine_env_names
 from t9kjobs.planner.queueing import queue_problems
 from t9kjobs.progress import ANNOTATION_PROGRESS_PATTERN, pattern_problem
 
@@ -204,7 +205,37 @@ def check_job(job: Job, manager: PluginManager) -> list[Problem]:
         path = path_of("metadata.annotations", [ANNOTATION_PROGRESS_PATTERN])
         found = [Problem(path, problem), *found]
     # A job that asks for a queue: what Kueue can never count (`queue_problems`).
-    return [*found, *queue_problems(job)]
+    reserved = _engine_env_problems(job.spec, job.raw.get("spec"))
+    return [*found, *queue_problems(job), *reserved]
+
+
+def _engine_env_problems(spec: object, raw_spec: Any, path: str = "spec") -> list[Problem]:
+    """A warning for each env entry of a container that names what the engine sets in every pod
+    of a job with `checkpoint` or stall detection (`t9kjobs.objects.ENGINE_ENV`): the engine's
+    value wins (docs/lifecycle.md, "Checkpoints")."""
+    if not engine_env_names(spec):
+        return []
+    found: list[Problem] = []
+    if isinstance(raw_spec, dict):
+        for key, value in raw_spec.items():
+            if key in ("containers", "initContainers") and isinstance(value, list):
+                for i, container in enumerate(value):
+                    env = container.get("env") if isinstance(container, dict) else None
+                    for j, entry in enumerate(env if isinstance(env, list) else []):
+                        if isinstance(entry, dict) and entry.get("name") in ENGINE_ENV:
+                            found.append(
+                                Problem(
+                                    f"{path}.{key}[{i}].env[{j}]",
+                                    f"ignored: the engine sets {entry['name']} in every pod",
+                                    severity="warning",
+                                )
+                            )
+            else:
+                found += _engine_env_problems(spec, value, f"{path}.{key}")
+    elif isinstance(raw_spec, list):
+        for i, item in enumerate(raw_spec):
+            found += _engine_env_problems(spec, item, f"{path}[{i}]")
+    return found
 
 
 def load_job(manifest: dict[str, Any], manager: PluginManager) -> tuple[Job, list[Problem]]:

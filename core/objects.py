@@ -22,6 +22,7 @@ from typing import Any
 
 from t9kjobs.models import Job, RestartRule
 from t9kjobs.models.pod import RESERVED_DOMAINS, reserved_key
+from t9kjobs.progress import ENV_STALL_SECONDS
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
@@ -30,7 +31,14 @@ __all__ = [
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
     "DECIDING",
+    "ENGINE_ENV",
+    "ENV_CHECKPOINT_DIR",
     "ENV_LAUNCH_COMMAND",
+    "ENV_RESTART_COUNT",
+    "ENV_RESUME_FROM",
+    "ENV_RESUME_STEP",
+    "ENV_STALL_SECONDS",
+    "ENV_STOP_GRACE_SECONDS",
     "GPU_RESOURCE",
     "LABEL_OWNER_KIND",
     "LABEL_OWNER_NAME",
@@ -42,6 +50,7 @@ __all__ = [
     "child_kind",
     "config_map",
     "deciding_replica",
+    "engine_env_names",
     "find_container",
     "gpu_count",
     "headless_service",
@@ -75,6 +84,23 @@ ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
 # in the training container's environment, so that it can be run by hand.
 ANNOTATION_LAUNCH_COMMAND = "batch.tensorstack.dev/launch-command"
 ENV_LAUNCH_COMMAND = "T9KJOBS_LAUNCH_COMMAND"
+# What the engine tells the training container of every pod of a job with `spec.checkpoint`
+# or stall detection (docs/lifecycle.md, "Checkpoints"): static values, in the spec hash...
+ENV_CHECKPOINT_DIR = "T9KJOBS_CHECKPOINT_DIR"
+ENV_STOP_GRACE_SECONDS = "T9KJOBS_STOP_GRACE_SECONDS"
+# ... and values set only once the hash is taken (`t9kjobs.planner.checkpoints`), so that a new
+# checkpoint or a restart never relaunches a pod recreated on a change of its spec.
+ENV_RESUME_FROM = "T9KJOBS_RESUME_FROM"
+ENV_RESUME_STEP = "T9KJOBS_RESUME_STEP"
+ENV_RESTART_COUNT = "T9KJOBS_RESTART_COUNT"
+ENGINE_ENV = (
+    ENV_CHECKPOINT_DIR,
+    ENV_STOP_GRACE_SECONDS,
+    ENV_STALL_SECONDS,
+    ENV_RESUME_FROM,
+    ENV_RESUME_STEP,
+    ENV_RESTART_COUNT,
+)
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -241,6 +267,16 @@ def gpu_count(container: Obj) -> int | None:
             text = str(value)
             return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
     return None
+
+
+def engine_env_names(spec: object) -> list[str]:
+    """`ENGINE_ENV` for a job whose pods get it (a `checkpoint`, or stall detection on), else
+    none: a launcher that carries its environment to remote ranks itself (DeepSpeed's env
+    file) adds these names to its own."""
+    checkpoint = getattr(spec, "checkpoint", None)
+    recovery = getattr(spec, "recovery_policy", None)
+    stall = getattr(recovery, "stall", None)
+    return list(ENGINE_ENV) if checkpoint is not None or getattr(stall, "enabled", False) else []
 
 
 def set_env(container: Obj, values: dict[str, str]) -> None:

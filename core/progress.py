@@ -12,6 +12,18 @@ that cannot import this module prints the same line itself: a word `T9KJOBS_PROG
 pair whose value is a finite number is a metric (at most `MAX_METRICS`, names of at most 63
 characters). A line without the word is no report, whatever else it says.
 
+Two keys are reserved, not metrics: `checkpoint=/ckpt/step-1200` (a path without whitespace,
+at most `MAX_CHECKPOINT_BYTES`) and `checkpoint_step=1200` name the newest checkpoint the
+program saved (`checkpoint_saved`); the operator records it in `status.checkpoint` and hands it
+to every pod it creates afterwards (`T9KJOBS_RESUME_FROM`, docs/lifecycle.md, "Checkpoints").
+
+A hung program is seen by what it no longer prints: `report` (on every rank, printing on rank
+0 only) re-arms `faulthandler.dump_traceback_later` for `T9KJOBS_STALL_SECONDS` when the pod
+has it, so that a rank that stops reporting dumps every thread's Python stack to its standard
+error, even one blocked in a collective that holds the GIL (the watchdog is a C thread). And
+`on_stop` lets a program save before the operator's SIGTERM (or SIGHUP: ssh-launched ranks get
+it when their worker's sshd stops) turns into SIGKILL (`stop_requested`).
+
 Jobs that print no report still show progress when their log has lines such as `step 120/300`
 or `Epoch 3/10` (`PROGRESS_PATTERN`), or matches the regular expression (RE2's syntax) in their
 annotation `batch.tensorstack.dev/progress-pattern` (named groups `done` and `total`); such a
@@ -37,34 +49,48 @@ needs google-re2 (imported on first use, so that `report` never does).
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import math
 import os
 import re
+import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 __all__ = [
     "ANNOTATION_PROGRESS_PATTERN",
+    "ENV_STALL_SECONDS",
     "INT64_MAX",
     "MARKER",
+    "MAX_CHECKPOINT_BYTES",
     "MAX_LINE_BYTES",
     "MAX_METRICS",
     "MAX_PATTERN_LENGTH",
     "MAX_PATTERN_PROGRAM",
     "PROGRESS_PATTERN",
     "Report",
+    "checkpoint_saved",
     "latest_report",
     "latest_report_at",
+    "on_stop",
     "parse_report",
     "pattern_problem",
     "report",
+    "stop_requested",
 ]
 
 MARKER = "T9KJOBS_PROGRESS"
+# The reserved keys of a marked line that name a checkpoint (not metrics), and the longest path.
+CHECKPOINT_KEY = "checkpoint"
+CHECKPOINT_STEP_KEY = "checkpoint_step"
+MAX_CHECKPOINT_BYTES = 1024
+# What the engine sets in every pod of a job that asks for stall detection: the seconds after a
+# report at which the ranks' stacks are dumped.
+ENV_STALL_SECONDS = "T9KJOBS_STALL_SECONDS"
 MAX_METRICS = 16
 ANNOTATION_PROGRESS_PATTERN = "batch.tensorstack.dev/progress-pattern"
 PROGRESS_PATTERN = (
@@ -96,6 +122,8 @@ class Report:
     total: int | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     marked: bool = False
+    checkpoint: str | None = None
+    checkpoint_step: int | None = None
 
     @property
     def percent(self) -> float | None:
@@ -204,12 +232,27 @@ def _marked(data: bytes) -> Report | None:
         return None
     total_text = pairs.pop("total", None)
     total = _whole(total_text) if total_text is not None else None
+    checkpoint = pairs.pop(CHECKPOINT_KEY, None)
+    if checkpoint is not None and not _checkpoint_path(checkpoint):
+        checkpoint = None
+    step_text = pairs.pop(CHECKPOINT_STEP_KEY, None)
+    checkpoint_step = _whole(step_text) if step_text is not None and checkpoint else None
     metrics: dict[str, float] = {}
     for name, text in pairs.items():
         value = _finite(text)
         if value is not None and _NAME.fullmatch(name) and len(metrics) < MAX_METRICS:
             metrics[name] = value
-    return Report(step, total, metrics, marked=True)
+    return Report(step, total, metrics, True, checkpoint, checkpoint_step)
+
+
+def _checkpoint_path(path: str) -> bool:
+    """Whether a line can carry `path` as its checkpoint: not empty, no whitespace, at most
+    `MAX_CHECKPOINT_BYTES` bytes."""
+    return (
+        bool(path)
+        and not any(c.isspace() for c in path)
+        and (len(path.encode(errors="replace")) <= MAX_CHECKPOINT_BYTES)
+    )
 
 
 def parse_report(line: str) -> Report | None:
@@ -268,10 +311,31 @@ def latest_report_at(
 
 
 _last_printed = 0.0
+_last_armed = 0.0
+_last_total: int | None = None
+_checkpoint: tuple[str, int] | None = None  # the newest one saved: every later line repeats it
+_stop = False
 
 
 def _rank() -> str:
     return next((os.environ[v] for v in _RANK_VARIABLES if v in os.environ), "0")
+
+
+def _arm_stack_dump(now: float) -> None:
+    """Dump every thread's stack to standard error `T9KJOBS_STALL_SECONDS` after this call,
+    unless called again before (at most once a second: re-arming is a syscall or two)."""
+    global _last_armed
+    seconds = _whole(os.environ.get(ENV_STALL_SECONDS, ""))
+    if not seconds or (_last_armed and now - _last_armed < 1.0):
+        return
+    _last_armed = now
+    faulthandler.dump_traceback_later(seconds, exit=False)
+
+
+def _print(parts: list[str], out: TextIO | None) -> None:
+    if _checkpoint is not None:
+        parts += [f"{CHECKPOINT_KEY}={_checkpoint[0]}", f"{CHECKPOINT_STEP_KEY}={_checkpoint[1]}"]
+    print(" ".join(parts), file=out or sys.stdout, flush=True)
 
 
 def report(
@@ -288,22 +352,63 @@ def report(
     set: a single process), at most once every `every` seconds but always at `step == total`,
     so that calling it on every step costs nothing. True when a line was printed. Never
     raises for a bad value: a metric that is not a finite number, or a name the convention
-    does not take, is left out."""
-    global _last_printed
+    does not take, is left out. On every rank it re-arms the stack dump of a hung program
+    (module docstring), and every line repeats the newest checkpoint saved."""
+    global _last_printed, _last_total
+    now = time.monotonic()
+    _arm_stack_dump(now)
     if _rank() != "0":
         return False
-    now = time.monotonic()
     final = total is not None and step == total
     if not final and _last_printed and now - _last_printed < every:
         return False
     _last_printed = now
     parts = [MARKER, f"step={int(step)}"]
     if total is not None:
+        _last_total = int(total)
         parts.append(f"total={int(total)}")
     for name, value in metrics.items():
         number = _finite(str(value))
         if number is not None and _NAME.fullmatch(name):
             parts.append(f"{name}={number:.6g}")
-    stream = out or sys.stdout
-    print(" ".join(parts), file=stream, flush=True)
+    _print(parts, out)
     return True
+
+
+def checkpoint_saved(path: str, step: int, *, out: TextIO | None = None) -> bool:
+    """Say that the checkpoint `path` (holding step `step`) is saved: a line at once on rank 0
+    (no rate limit), and every later `report` line repeats it, so that the operator, which reads
+    only the newest line, cannot miss it. False, and nothing said, for a path no line can carry
+    (empty, with whitespace, longer than `MAX_CHECKPOINT_BYTES`) or on another rank."""
+    global _checkpoint
+    if not _checkpoint_path(str(path)):
+        return False
+    _checkpoint = (str(path), int(step))
+    if _rank() != "0":
+        return False
+    parts = [MARKER, f"step={int(step)}"]
+    if _last_total is not None:
+        parts.append(f"total={_last_total}")
+    _print(parts, out)
+    return True
+
+
+def on_stop(handler: Callable[[], None] | None = None) -> None:
+    """Catch the stop the operator causes (SIGTERM; SIGHUP, which ssh-launched ranks get when
+    their worker's sshd stops): `stop_requested()` turns True and `handler`, if any, runs. The
+    pod has `T9KJOBS_STOP_GRACE_SECONDS` from then to save before SIGKILL. Call it from the
+    main thread (Python's rule for signal handlers)."""
+
+    def caught(signum: int, frame: object) -> None:
+        global _stop
+        _stop = True
+        if handler is not None:
+            handler()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, caught)
+
+
+def stop_requested() -> bool:
+    """Whether a stop was caught since `on_stop` (the program should save and exit)."""
+    return _stop

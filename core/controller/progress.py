@@ -28,11 +28,12 @@ that keeps no logs) is asked for again later, after a wait that doubles up to `M
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import Transport
@@ -88,17 +89,20 @@ class ProgressReader:
         qps: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         current: Callable[[JobKey, ProgressSource], bool] = lambda key, source: True,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """`enqueue` queues a job whose progress changed; `interval`: the least time between
         two reads of one job; `qps`: reads a second, all jobs together (0: no reads);
         `current`: whether the pod a source names is still the job's own (the pod of that
-        name and uid, in the operator's cache): a log is read only then."""
+        name and uid, in the operator's cache): a log is read only then; `wall`: the clock of
+        a reading's `seen_at` and `read_at`."""
         self.api = api
         self.enqueue = enqueue
         self.interval = interval
         self.qps = qps
         self.clock = clock
         self.current = current
+        self.wall = wall
         self._lock = threading.Lock()
         self._sources: dict[JobKey, ProgressSource] = {}
         self._due: dict[JobKey, float] = {}
@@ -193,6 +197,7 @@ class ProgressReader:
             self._failed(key, exc)
             return
         found = newest_report(lines, source.pattern)
+        read_at = self.wall()
         with self._lock:
             if key not in self._sources:
                 return  # stopped meanwhile
@@ -200,12 +205,15 @@ class ProgressReader:
             self._due[key] = self.clock() + self.interval
             if lines:
                 self._since[key] = lines[-1].partition(" ")[0]
+            before = self._readings.get(key)
+            if before is not None:
+                # Looked, and (unless below) found nothing newer: what a stall is judged by.
+                before = self._readings[key] = dataclasses.replace(before, read_at=read_at)
             if found is None:
                 return
             report, at = found
-            reading = Reading(report, at, source.replica)
-            before = self._readings.get(key)
-            if before == reading:
+            reading = Reading(report, at, source.replica, read_at, read_at)
+            if reading.same_report(before):
                 return
             if before is not None and before.report.marked and not report.marked:
                 return  # a program that reports leaves its free-form lines unread

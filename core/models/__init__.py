@@ -25,6 +25,7 @@ from t9kjobs.models.bounds import (
     NAME_PATTERN,
     check_replica_specs,
 )
+from t9kjobs.models.checkpoint import CheckpointSpec, checkpoint_of
 from t9kjobs.models.elastic import ELASTIC_ON, ElasticConfig, not_elastic_rule
 from t9kjobs.models.job import (
     API_GROUP,
@@ -61,6 +62,7 @@ from t9kjobs.models.run_mode import (
 from t9kjobs.models.status import (
     FINISHED_PHASES,
     Aggregate,
+    CheckpointStatus,
     ContainerStatus,
     DependentStatus,
     JobCondition,
@@ -90,6 +92,8 @@ __all__ = [
     "Aggregate",
     "ApiModel",
     "Args",
+    "CheckpointSpec",
+    "CheckpointStatus",
     "CleanUpPolicy",
     "ContainerShape",
     "ContainerStatus",
@@ -128,6 +132,7 @@ __all__ = [
     "TaskStatus",
     "TrainingProgress",
     "check_replica_specs",
+    "checkpoint_of",
     "drop_nulls",
     "dump",
     "not_elastic_rule",

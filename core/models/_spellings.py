@@ -16,10 +16,10 @@ from t9kjobs.models._base import ApiModel
 __all__ = ["_OneSpelling", "enabled_field"]
 
 
-def enabled_field(description: str) -> bool:
-    """A boolean `enabled` field, off by default, that also reads the spelling `enable`."""
+def enabled_field(description: str, default: bool = False) -> bool:
+    """A boolean `enabled` field, off unless `default`, that also reads the spelling `enable`."""
     return Field(
-        default=False,
+        default=default,
         validation_alias=AliasChoices("enabled", "enable"),
         serialization_alias="enabled",
         description=description + " `enable` is accepted as an alias.",

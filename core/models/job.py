@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
+from t9kjobs.models.checkpoint import CheckpointSpec
 from t9kjobs.models.pod import DNS_LABEL
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy
 from t9kjobs.models.recovery import RecoveryPolicy
@@ -71,6 +72,12 @@ class JobSpec(ApiModel):
         " codes, pod conditions, reasons) with the actions RestartReplica, FailJob and Ignore,"
         " and the infrastructure budget. Absent: each replica's restartPolicy decides, every"
         " restart charged to the user's budget.",
+    )
+    checkpoint: CheckpointSpec | None = Field(
+        default=None,
+        description="Where the program saves checkpoints: the engine gives every pod the"
+        " folder, the stop grace and the newest checkpoint reported (T9KJOBS_RESUME_FROM), and"
+        " a terminationGracePeriodSeconds of at least gracePeriodSeconds.",
     )
 
     def lifecycle(self) -> Lifecycle:

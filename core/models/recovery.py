@@ -12,7 +12,9 @@ collective whose rank died hangs the others), fails the job (`FailJob`) or resta
 replica without charging the user's budget (`Ignore`, charged to `infrastructureRestartLimit`
 instead, so that no loop is endless). `PreemptedByKueue` is the whole job's Workload evicted:
 only a `FailJob` rule may name it (the job gives up instead of waiting in its queue again).
-What the engine does not do yet is not accepted: accepting it would be a silent lie.
+`Stalled` is the engine's verdict on a job whose progress stopped (`stall`,
+`t9kjobs.planner.stall`). What the engine does not do yet is not accepted: accepting it would
+be a silent lie.
 
 Cross-field rules are declared twice, as elsewhere (`t9kjobs.models`): CEL for admission and a
 pydantic validator for `t9kjobs validate`, at the same field paths. Every list has `maxItems`
@@ -26,6 +28,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from t9kjobs.models._base import ApiModel
+from t9kjobs.models._spellings import _OneSpelling, enabled_field
 from t9kjobs.models.bounds import INT32_MAX
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "RecoveryPolicy",
     "RecoveryReason",
     "RecoveryRule",
+    "StallDetection",
     "recovery_of",
 ]
 
@@ -55,7 +59,7 @@ RESTART_ACTIONS = ("RestartReplica", "RestartJob")
 # `PreemptedByKueue`: the job's Workload evicted (any Kueue reason); the whole job, never a
 # replica: only a FailJob rule of its own may name it (else the eviction is a requeue).
 RecoveryReason = Literal[
-    "NodeLost", "Preempted", "Evicted", "OOMKilled", "Error", "PreemptedByKueue"
+    "NodeLost", "Preempted", "Evicted", "OOMKilled", "Error", "Stalled", "PreemptedByKueue"
 ]
 RECOVERY_REASONS: tuple[str, ...] = get_args(RecoveryReason)
 # Reasons that come with an exit code: the only ones `onExitCodes` may be combined with.
@@ -200,9 +204,10 @@ class RecoveryRule(ApiModel):
         min_length=1,
         max_length=len(RECOVERY_REASONS),
         description="Matches the failure's reason (any one): NodeLost, Preempted, Evicted,"
-        " OOMKilled, Error (any other non-zero exit), or PreemptedByKueue (the job's Workload"
-        " evicted by Kueue; with FailJob only: the job fails instead of waiting in its queue"
-        " again).",
+        " OOMKilled, Error (any other non-zero exit), Stalled (no progress reported for longer"
+        " than spec.recoveryPolicy.stall allows; the replica read is restarted) or"
+        " PreemptedByKueue (the job's Workload evicted by Kueue; with FailJob only: the job"
+        " fails instead of waiting in its queue again).",
     )
     replica_types: list[_ReplicaType] | None = Field(
         default=None,
@@ -248,6 +253,66 @@ class RecoveryRule(ApiModel):
         return self.budget or "User"
 
 
+_STALL_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.startupSeconds) || self.startupSeconds >= self.floorSeconds",
+        "message": "startupSeconds must be at least floorSeconds",
+    },
+]
+DEFAULT_STALL_FACTOR = 10
+DEFAULT_STALL_FLOOR_SECONDS = 600
+MAX_STALL_SECONDS = 7 * 24 * 3600
+
+
+class StallDetection(_OneSpelling):
+    """When a job whose progress stops is Stalled: no newer report for
+    max(factor x the median interval between reports, floorSeconds)."""
+
+    model_config = _OneSpelling.model_config | ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": _STALL_RULES}
+    )
+
+    enabled: bool = enabled_field(
+        "Whether the engine judges the job Stalled (only a job that reports progress)."
+        " Defaults to true.",
+        default=True,
+    )
+    factor: int = Field(
+        default=DEFAULT_STALL_FACTOR,
+        ge=1,
+        le=1000,
+        description="Times the median interval between two reports that advanced (the last"
+        " 16) without a newer report before the job is Stalled. Defaults to 10.",
+    )
+    floor_seconds: int = Field(
+        default=DEFAULT_STALL_FLOOR_SECONDS,
+        ge=10,
+        le=MAX_STALL_SECONDS,
+        description="The least time without a newer report before the job is Stalled, and the"
+        " time a rank's Python stacks are dumped after its last report"
+        " (T9KJOBS_STALL_SECONDS). Defaults to 600.",
+    )
+    startup_seconds: int | None = Field(
+        default=None,
+        ge=10,
+        le=MAX_STALL_SECONDS,
+        description="Before the first report of a pod (loading a model may take long): Stalled"
+        " this long after the pod was created; absent: never before the first report.",
+    )
+    capture_stacks: bool = Field(
+        default=True,
+        description="Keep the stacks the ranks dump (faulthandler) in the ConfigMap"
+        " <job>-stacks when the job is Stalled. Defaults to true. Not built yet: the stacks"
+        " are in the ranks' logs.",
+    )
+
+    @model_validator(mode="after")
+    def _startup(self) -> StallDetection:
+        if self.startup_seconds is not None and self.startup_seconds < self.floor_seconds:
+            raise ValueError("startupSeconds must be at least floorSeconds")
+        return self
+
+
 class RecoveryPolicy(ApiModel):
     """How the engine recovers from a replica's failure: ordered rules, and the budget of
     restarts that are not the user's fault."""
@@ -267,6 +332,11 @@ class RecoveryPolicy(ApiModel):
         description="Seconds a node stays not Ready (its Ready condition False or Unknown, counted"
         " from its lastTransitionTime) before the job's pods on it are lost: failure NodeLost,"
         " force-deleted and replaced. Default: the operator's --lost-node-seconds (60).",
+    )
+    stall: StallDetection = Field(
+        default_factory=StallDetection,
+        description="When a job whose reported progress stops is Stalled (condition Stalled,"
+        " then the first rule matching the reason Stalled).",
     )
     rules: list[RecoveryRule] = Field(
         default_factory=list,

@@ -34,6 +34,7 @@ from t9kjobs.models.run_mode import RunModeName
 __all__ = [
     "FINISHED_PHASES",
     "Aggregate",
+    "CheckpointStatus",
     "ConditionType",
     "ContainerStatus",
     "DependentStatus",
@@ -58,7 +59,10 @@ ConditionType = Literal[
     "Failed",
     "Paused",
     "Degraded",
+    "Stalled",
 ]
+# The intervals between reports `status.progress` keeps (`t9kjobs.planner.stall`).
+MAX_RECENT_INTERVALS = 16
 FINISHED_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
 _PHASES: frozenset[str] = frozenset(get_args(JobPhase))
 _TYPES: frozenset[str] = frozenset(get_args(ConditionType))
@@ -211,6 +215,23 @@ class TrainingProgress(_StatusModel):
     last_update_time: str | None = Field(
         default=None, description="When the program printed its latest report (RFC 3339)."
     )
+    recent_intervals: list[float] = Field(
+        default_factory=list,
+        max_length=MAX_RECENT_INTERVALS,
+        description="Seconds between successive reports that advanced, by the program's"
+        " clock, the newest last (at most 16): the pace spec.recoveryPolicy.stall judges by.",
+    )
+
+
+class CheckpointStatus(_StatusModel):
+    """The newest checkpoint the program reported under spec.checkpoint.path."""
+
+    path: str = Field(max_length=1024, description="The checkpoint, as the program named it.")
+    step: int | None = Field(default=None, ge=0, description="The step it holds, when said.")
+    time: str | None = Field(default=None, description="When it was reported (RFC 3339).")
+    replica: str | None = Field(
+        default=None, description="The replica whose log reported it, e.g. `master-0`."
+    )
 
 
 class JobCondition(_KeepsUnknownFields):
@@ -302,6 +323,11 @@ class JobStatus(_KeepsUnknownFields):
         description="Training progress as the program reports it (docs/python.md, Progress):"
         " step, total, percent, time left, metrics. Frozen once the job finished; 100 percent"
         " when it Succeeded.",
+    )
+    checkpoint: CheckpointStatus | None = Field(
+        default=None,
+        description="The newest checkpoint the program reported under spec.checkpoint.path;"
+        " every pod created after it gets its path in T9KJOBS_RESUME_FROM.",
     )
     reason: str | None = Field(
         default=None,

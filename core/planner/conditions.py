@@ -63,8 +63,9 @@ def set_condition(
 def standing_reason(status: JobStatus) -> str | None:
     """`status.reason`: why a job stands where it does, when it does not go on by itself (the
     reason of its Failed condition, or, while it is unfinished, of a False Admitted condition:
-    it waits in a queue; or of a False Scheduled one: its gang waits for room; or, while a
-    restart is under way, the reason of the failure it recovers from)."""
+    it waits in a queue; or of a False Scheduled one: its gang waits for room; or `Stalled`
+    while its progress has stopped; or, while a restart is under way, the reason of the failure
+    it recovers from)."""
     failed, scheduled = status.condition("Failed"), status.condition("Scheduled")
     admitted = status.condition("Admitted")
     if failed is not None and failed.status == "True":
@@ -73,6 +74,9 @@ def standing_reason(status: JobStatus) -> str | None:
         return admitted.reason
     if scheduled is not None and scheduled.status == "False" and not status.finished:
         return scheduled.reason
+    stalled = status.condition("Stalled")
+    if stalled is not None and stalled.status == "True" and not status.finished:
+        return "Stalled"  # its progress stopped (t9kjobs.planner.stall)
     if not status.finished:
         # A restart under way: the failure it recovers from (`t9kjobs.planner.history`).
         return next(

@@ -14,6 +14,7 @@ from t9kjobs.objects import (
     find_container,
     set_env,
 )
+from t9kjobs.planner.checkpoints import prepare
 from t9kjobs.planner.types import EngineHooks
 
 __all__ = ["desired_pods", "harden"]
@@ -39,6 +40,8 @@ def desired_pods(
     pods = hooks.build_pods(job)
     mode = life.run_mode
     for pod in pods:
+        # The engine's environment first: a launcher built from the container sees its names.
+        prepare(job, pod)
         container = find_container(pod.manifest, pod.training_container)
         if mode.debugging and mode.debug is not None:
             if container is not None:

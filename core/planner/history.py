@@ -68,15 +68,16 @@ def _action(decision: Decision, job_restart: bool) -> str:
     return "Ignore" if decision.action == "Ignore" else "RestartReplica"
 
 
-def _new_steps_lost(status: JobStatus) -> int | None:
-    """The steps the program reached since the last restart, when it reported any since."""
+def _new_steps_lost(status: JobStatus, resume_step: int | None) -> int | None:
+    """The steps the program will do again: those it reached since the checkpoint it resumes
+    from (`resume_step`; none: all of them), when it reported any since the last restart."""
     progress = status.progress
     if progress is None or progress.step is None:
         return None
     history = status.restart_history or []
     if history and (progress.last_update_time or "") <= history[-1].time:
         return None  # no report since the last restart: its step was counted then
-    return steps_lost(progress.step)
+    return steps_lost(progress.step, resume_step)
 
 
 def record_restarts(
@@ -85,10 +86,12 @@ def record_restarts(
     job_restart: str | None,
     pods: Mapping[str, Obj],
     ts: str,
+    resume_step: int | None = None,
 ) -> None:
     """An entry for each restart this plan decided (`decided`, in the order of the job's
-    replicas), the oldest dropped past `MAX_RESTART_HISTORY`; `status.stepsLost` grows."""
-    lost = _new_steps_lost(status)
+    replicas), the oldest dropped past `MAX_RESTART_HISTORY`; `status.stepsLost` grows.
+    `resume_step`: the step of the checkpoint the restarted pods resume from."""
+    lost = _new_steps_lost(status, resume_step)
     for name, (decision, failure) in decided.items():
         pod = pods.get(name)
         message = failure.describe(name)

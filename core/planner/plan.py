@@ -34,6 +34,7 @@ from t9kjobs.planner.admission import (
     finished_workloads,
     label_ignored,
 )
+from t9kjobs.planner.checkpoints import record_checkpoint
 from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, standing_reason
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue
@@ -43,6 +44,7 @@ from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running, stranded_gang
 from t9kjobs.planner.situation import Changes, Situation
+from t9kjobs.planner.stall import judge, say, stall_of
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
 from t9kjobs.planner.types import EngineHooks, Event, Observed, Plan, ProgressSource
@@ -75,9 +77,11 @@ def plan(
     life = job.spec.lifecycle()
     ts = rfc3339(now)
     source: ProgressSource | None = None
+    said: list[Event] = []
     if status.finished:
         changes = finished(status, observed, life)
     else:
+        said += record_checkpoint(job, status, observed.progress)
         record_progress(status, observed.progress)
         status.run_mode = life.run_mode.name
         if life.run_mode.paused:
@@ -99,6 +103,8 @@ def plan(
                 changes = _judge(s, status, hooks)
                 if status.phase == "Running":
                     source = progress_source(job, s.pods, s.pods_by_name)
+                    said += say(status, s.stall, ts)
+                    changes = _recheck(changes, s.stall_recheck)
             else:
                 changes = held
                 count_ready(status)
@@ -113,6 +119,8 @@ def plan(
         # back to the queue.
         changes = finished_workloads(changes, status, observed, ts)
     changes = with_lost_nodes(changes, observed, now, bound_of(recovery_of(job.spec), observed))
+    if said:
+        changes = replace(changes, events=(*said, *changes.events))
     built = _built(before, status, changes, observed, now, warnings, routine_events)
     return replace(built, progress_source=source)
 
@@ -135,6 +143,14 @@ def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
     count_ready(status)
     hooks.update_status(job, status, s.observed.objects)
     return changes
+
+
+def _recheck(changes: Changes, seconds: float | None) -> Changes:
+    """`changes`, looked at again within `seconds` (a stall due: `t9kjobs.planner.stall`)."""
+    if seconds is None:
+        return changes
+    due = seconds if changes.requeue_after is None else min(changes.requeue_after, seconds)
+    return replace(changes, requeue_after=due)
 
 
 def _situation(
@@ -184,6 +200,11 @@ def _situation(
         status.lost_nodes,
         sorted({w.node for p in observed.pods() if (w := lost(p, observed.nodes, now, bound))}),
     )
+    stalled, recheck = None, None
+    if before.phase == "Running" and not life.run_mode.debugging:
+        source = progress_source(job, pods, pods_by_name)
+        read = pods_by_name.get(source.pod) if source is not None else None
+        stalled, recheck = judge(stall_of(job.spec), status, observed.progress, source, read, now)
     found = assess(
         pods,
         pods_by_name,
@@ -193,6 +214,7 @@ def _situation(
         recovery=recovery,
         counted={r.name: r.counted for r in replicas},
         infra_count=status.infrastructure_restart_count or 0,
+        stalled=stalled.pod if stalled is not None else None,
     )
     return Situation(
         job=job,
@@ -208,6 +230,8 @@ def _situation(
         found=found,
         queued=in_queue,
         lost={name: why.why for name, why in lost_now.items()},
+        stall=stalled,
+        stall_recheck=recheck,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from t9kjobs.models import Job, JobStatus, TrainingProgress
+from t9kjobs.models.status import MAX_RECENT_INTERVALS
 from t9kjobs.objects import DesiredPod, Obj, deciding_replica, replica_id
 from t9kjobs.planner.conditions import parse_time, rfc3339
 from t9kjobs.planner.types import ProgressSource, Reading
@@ -78,6 +79,12 @@ def record_progress(status: JobStatus, reading: Reading | None) -> None:
     if last is not None and parse_time(last) > parse_time(stamp):
         return
     report = reading.report
+    intervals = list(before.recent_intervals) if before is not None else []
+    if before is not None and last is not None and before.step is not None:
+        seconds = (reading.time - parse_time(last)).total_seconds()
+        if report.step > before.step and seconds > 0:
+            # The pace a stall is judged by (`t9kjobs.planner.stall`): reports that advanced.
+            intervals = [*intervals, round(seconds, 3)][-MAX_RECENT_INTERVALS:]
     status.progress = TrainingProgress(
         step=report.step,
         total_steps=report.total,
@@ -86,6 +93,7 @@ def record_progress(status: JobStatus, reading: Reading | None) -> None:
         metrics=dict(report.metrics),
         replica=reading.replica,
         last_update_time=stamp,
+        recent_intervals=intervals,
     )
 
 

@@ -154,6 +154,10 @@ class Assessment:
     job_members: set[str] = field(default_factory=set)  # ... and every replica it restarts
 
 
+# The failure a hung replica is to the rules: no exit code, no condition.
+STALLED = Failure("Stalled", None, None, None, None)
+
+
 def _fail_verdict(state: ReplicaState, failure: Failure, rule: str) -> Verdict:
     return Verdict(
         "Failed",
@@ -173,6 +177,7 @@ def assess(
     recovery: RecoveryPolicy | None = None,
     counted: dict[str, int] | None = None,
     infra_count: int = 0,
+    stalled: str | None = None,
 ) -> Assessment:
     """Each replica's state under its restart policy, and which finished pods to replace.
 
@@ -187,7 +192,9 @@ def assess(
     `RestartReplica` with the infrastructure budget restart it charging `infra_count` only,
     `RestartReplica` restarts it under the user's budget whatever its restartPolicy; no rule:
     the restartPolicy, as without a policy. `counted`: the restarts charged to the user by
-    replica, as recorded (absent: all of its restarts).
+    replica, as recorded (absent: all of its restarts). `stalled`: the running pod the
+    Stalled verdict names (`t9kjobs.planner.stall`), judged by the rules as a failure `Stalled`
+    (no rule matching it: it runs on); a restart of it stops it (the pod's grace).
     """
     performed = dict(recorded)
     for desired in pods:
@@ -230,10 +237,19 @@ def assess(
         )
         decision: Decision | None = None
         failure: Failure | None = None
+        hung = desired.name == stalled and state == "Running"
         # A pod of an older incarnation than recorded: its restart was counted by an earlier
-        # reconcile that did not get to delete it (a running one: a job restart's member).
+        # reconcile that did not get to delete it (a running one: a job restart's member, or a
+        # stalled replica's restart).
         stale = pod is not None and state != "Deleted" and incarnation(pod) < done
-        if (
+        if recovery is not None and pod is not None and hung and not stale:
+            failure = STALLED
+            decision = decide(
+                recovery, failure, desired.replica_type, pod, infra_left=budgets.infra_left
+            )
+            if not decision.ruled:
+                decision = None
+        elif (
             recovery is not None
             and pod is not None
             and state == "Failed"
@@ -280,9 +296,9 @@ def assess(
         elif not (wants_restart or decision is not None):
             final = finished
         elif budgets.counted.get(desired.name, 0) >= _own_limit(rule, life.backoff_limit):
-            final = True
+            final = finished  # a hung replica its budget cannot restart runs on
         elif budgets.backoff_spent:
-            final = True
+            final = finished
             if state == "Failed" and exceeded is None:
                 exceeded = _ended(desired, state, code, done, container)
         elif pod is not None:
@@ -298,6 +314,8 @@ def assess(
             elif recovery is not None:
                 decided[desired.name] = _by_restart_policy(pod, desired.training_container)
             state = "Restarting"
+        if hung and desired.name in why:
+            why[desired.name] = f"stalled; {why[desired.name]}"  # the Restarting Event says so
         states.append(
             ReplicaState(
                 desired.replica_type,

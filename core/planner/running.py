@@ -19,6 +19,7 @@ from t9kjobs.objects import (
     object_key,
     spec_hash,
 )
+from t9kjobs.planner.checkpoints import resume_values, resumed_from
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
@@ -52,7 +53,9 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
 
     restarting = {d.name for d, _ in found.restart}
     if found.decided:
-        record_restarts(status, found.decided, found.job_restart, pods_by_name, s.ts)
+        saved = resumed_from(s.job, status)
+        resume_step = saved.step if saved is not None else None
+        record_restarts(status, found.decided, found.job_restart, pods_by_name, s.ts, resume_step)
     # Ownership before use: while any name the job needs is held by an object it does not
     # control (a planted Secret or ConfigMap its pods would mount, a Service that would name
     # them, a pod of its name), no pod of the job is created. See the condition. A job
@@ -69,8 +72,11 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         if current is None and blocked:
             continue
         if current is None:
+            incarnation = found.restarts_recorded.get(desired.name, 0)
             annotations = manifest["metadata"].setdefault("annotations", {})
-            annotations[ANNOTATION_INCARNATION] = str(found.restarts_recorded.get(desired.name, 0))
+            annotations[ANNOTATION_INCARNATION] = str(incarnation)
+            # After the hash, as the incarnation: a new checkpoint relaunches no running pod.
+            resume_values(s.job, status, desired, incarnation)
             annotations[ANNOTATION_SPEC_HASH] = digest
             if desired.stop_when_finished:
                 annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"

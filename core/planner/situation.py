@@ -17,6 +17,7 @@ from datetime import datetime
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.replicas import Assessment
+from t9kjobs.planner.stall import Stall
 from t9kjobs.planner.types import Event, ObjectRef, Observed, Queued
 from t9kjobs.vocabulary import Obj
 
@@ -41,6 +42,8 @@ class Situation:
     queued: Queued | None = None  # its place in a Kueue queue (t9kjobs.planner.queueing)
     # its live pods lost with their node, by name: why (t9kjobs.planner.nodes)
     lost: Mapping[str, str] = field(default_factory=dict)
+    stall: Stall | None = None  # the Stalled verdict (t9kjobs.planner.stall)
+    stall_recheck: float | None = None  # when to judge it again
 
 
 @dataclass(frozen=True)

@@ -95,11 +95,27 @@ class ProgressSource:
 
 @dataclass(frozen=True)
 class Reading:
-    """The newest report the controller read, and when the program printed it."""
+    """The newest report the controller read, and when the program printed it.
+
+    By the operator's clock (None where nothing read it: tests, a plan by hand): `seen_at`,
+    when this report was first read; `read_at`, the last successful read of the log, even one
+    that found nothing newer. A job is Stalled only when `read_at - seen_at` passes its
+    threshold (`t9kjobs.planner.stall`): the operator looked and found nothing newer, so a
+    late read never makes a false stall."""
 
     report: Report
     time: datetime
     replica: str
+    seen_at: datetime | None = None
+    read_at: datetime | None = None
+
+    def same_report(self, other: Reading | None) -> bool:
+        """Whether `other` is this report (whenever it was read)."""
+        return other is not None and (other.report, other.time, other.replica) == (
+            self.report,
+            self.time,
+            self.replica,
+        )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import shlex
 from t9kjobs.plugin import (
     Job,
     Obj,
+    engine_env_names,
     gpu_count,
     pod_host,
     pod_name,
@@ -144,8 +145,12 @@ def env_file_script(names: list[str], path: str = ENV_FILE) -> str:
 
 
 def _env_file(spec: DeepSpeedJobSpec, container: Obj | None) -> str:
-    names = env_names(container)
-    if spec.disable_custom_env or not names:
+    """The env file's script: the template's names (unless `disableCustomEnv`), and the
+    engine's own (`t9kjobs.objects.engine_env_names`: the checkpoint to resume from...), which
+    the ranks need whatever the user's choice."""
+    names = [] if spec.disable_custom_env else env_names(container)
+    names += [n for n in engine_env_names(spec) if n not in names]
+    if not names:
         return ""
     return env_file_script(names, env_file_path(spec)).rstrip("\n")
 

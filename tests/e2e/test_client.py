@@ -111,7 +111,9 @@ def operator(
     """The CRDs of the bundled kinds and of MPIJob installed, and an operator that loads the
     MPIJob plugin too."""
     install_crds(cluster)
-    env = {**os.environ, "PYTHONPATH": str(mpijob_plugin)}
+    # The tree under test stays first on the path (a worktree's own, when PYTHONPATH names it).
+    path = [str(mpijob_plugin), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     crd = subprocess.run(
         [str(VENV_BIN / "t9kjobs"), "crds", "--stdout"],
         env=env,
@@ -419,3 +421,40 @@ def test_progress_reaches_the_status_get_and_describe(
     assert done.status.progress is not None
     assert (done.status.progress.step, done.status.progress.percent) == (120, 100.0)
     client.delete(done, wait=True)
+
+
+def test_a_reported_checkpoint_is_recorded_and_the_replacement_resumes_from_it(
+    client: Client, cluster: Cluster, log_namespace: str
+) -> None:
+    """A `checkpoint=` in the log lands in `status.checkpoint`; the pod that replaces the
+    failed one gets it in T9KJOBS_RESUME_FROM (docs/lifecycle.md, "Checkpoints")."""
+    ns = log_namespace
+    doc = manifest("GenericJob", "resumes", seconds=12, exit_code=1)
+    replica = doc["spec"]["replicaSpecs"][0]
+    replica["replicas"] = 1
+    replica["restartPolicy"] = {"policy": "OnFailure", "limit": 1}
+    doc["spec"]["checkpoint"] = {"path": "/ckpt", "gracePeriodSeconds": 90}
+    client.create(doc, namespace=ns)
+    client.wait("gj/resumes", namespace=ns, phase="Running", timeout=60, interval=0.5)
+    _say(cluster, f"{MARKER} step=1205 total=5000 checkpoint=/ckpt/step-1200 checkpoint_step=1200")
+
+    def recorded() -> Any:
+        return client.get("gj/resumes", namespace=ns).status.checkpoint
+
+    saved = cluster.poll(recorded, timeout=30, message="status.checkpoint")
+    assert (saved.path, saved.step, saved.replica) == ("/ckpt/step-1200", 1200, "worker-0")
+
+    def replacement() -> dict[str, str] | None:
+        got = cluster.kubectl("-n", ns, "get", "pod", "resumes-worker-0", "-o", "json", check=False)
+        if got.returncode != 0:
+            return None
+        pod = yaml.safe_load(got.stdout)
+        if pod["metadata"]["annotations"].get("batch.tensorstack.dev/restart-count") != "1":
+            return None
+        return {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0]["env"]}
+
+    env = cluster.poll(replacement, timeout=60, message="the replacement of resumes-worker-0")
+    assert env["T9KJOBS_RESUME_FROM"] == "/ckpt/step-1200"
+    assert (env["T9KJOBS_RESUME_STEP"], env["T9KJOBS_RESTART_COUNT"]) == ("1200", "1")
+    assert env["T9KJOBS_STOP_GRACE_SECONDS"] == "90"
+    client.delete("gj/resumes", namespace=ns, wait=True)

@@ -6,7 +6,11 @@ job trains, is 100 percent once it Succeeded, and keeps its last value when it f
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -15,7 +19,7 @@ from t9kjobs.client import Client
 from t9kjobs.models import TrainingProgress
 from tests.cluster import Cluster
 from tests.e2e.operator import OperatorProcess, operator
-from tests.real.jobs import container, job, mlp
+from tests.real.jobs import container, job, job_logs, mlp
 
 __all__ = ["operator"]  # the fixture, imported for this module
 # Read every second, so that a job of seconds shows more than one value.
@@ -83,3 +87,131 @@ def test_progress_of_a_failed_job_keeps_its_last_value(client: Client) -> None:
     assert last.percent is not None and last.percent <= 4.0
     time.sleep(3)  # three more reads' time: nothing reads a finished job
     assert client.get("gj/fails").status.progress == last
+
+
+# -- checkpoints and hung jobs (docs/lifecycle.md) -------------------------------------------
+
+# Set to run, beside the two jobs, the checkpointed one without checkpoints (by hand, for the
+# figure "steps redone with and without checkpoints"; not in CI).
+COMPARE = "T9KJOBS_COMPARE_CHECKPOINTS"
+TRAIN = ("--steps=300", "--sleep=0.1", "--log-every=10")
+
+
+def _claim(cluster: Cluster, namespace: str, claim: str) -> str:
+    """The PersistentVolumeClaim `claim`, bound to a hostPath volume of its own (the real node
+    has no provisioner); the volume's name, to delete after the test."""
+    name = f"{claim}-{namespace}"[:63]
+    folder = f"/tmp/t9kjobs-checkpoints/{namespace}/{claim}"
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": "",
+            "hostPath": {"path": folder, "type": "DirectoryOrCreate"},
+            "claimRef": {"namespace": namespace, "name": claim},
+        },
+    }
+    bound = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    for doc in (volume, bound):
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
+    return name
+
+
+def _killed(name: str, claim: str, *extra: str) -> dict[str, Any]:
+    """A job that SIGKILLs itself 8 s into its first incarnation (exit 137: ExitCode restarts
+    it), its checkpoint folder on `claim` (saving in it when `extra` says so)."""
+    doc = single(name, *TRAIN, "--kill-after=8", "--kill-incarnation=0", *extra)
+    doc["spec"]["replicaSpecs"][0]["restartPolicy"] = {"policy": "ExitCode", "limit": 1}
+    doc["spec"]["checkpoint"] = {"path": "/ckpt", "claimName": claim, "gracePeriodSeconds": 30}
+    return doc
+
+
+def _redone(cluster: Cluster, namespace: str, name: str) -> int:
+    """The steps the second incarnation ran again (mlp.py's `resume ... redone=N`)."""
+    logs = "\n".join(job_logs(cluster, namespace, name).values())
+    found = re.search(r"^resume rank=0 from=\S+ step=\d+ redone=(\d+)$", logs, re.MULTILINE)
+    assert found is not None, logs[-3000:]
+    return int(found.group(1))
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
+    client: Client, cluster: Cluster, namespace: str
+) -> None:
+    """Two jobs at once (CI time): one SIGKILLed resumes from its newest checkpoint and redoes
+    fewer steps than it saves every; one that hangs is Stalled (floor 20 s) and restarted by
+    its rule `Stalled -> RestartReplica`. Both Succeed."""
+    volumes = [_claim(cluster, namespace, "ckpt")]
+    try:
+        names = ["resumes", "hangs"]
+        client.create(_killed("resumes", "ckpt", "--checkpoint-every=10"))
+        hang = single("hangs", *TRAIN, "--hang-after=6", "--hang-incarnation=0")
+        hang["spec"]["replicaSpecs"][0]["restartPolicy"] = {"policy": "OnFailure", "limit": 1}
+        hang["spec"]["recoveryPolicy"] = {
+            "stall": {"floorSeconds": 20, "factor": 3},
+            "rules": [{"onReasons": ["Stalled"], "action": "RestartReplica"}],
+        }
+        client.create(hang)
+        if os.environ.get(COMPARE):
+            names.append("no-checkpoints")
+            volumes.append(_claim(cluster, namespace, "scratch"))
+            client.create(_killed("no-checkpoints", "scratch"))
+        last_report = ""
+        stalled: dict[str, Any] = {}
+        done: dict[str, Any] = {}
+        deadline = time.monotonic() + 300
+        while len(done) < len(names) and time.monotonic() < deadline:
+            for name in [n for n in names if n not in done]:
+                j = client.get(f"gj/{name}")
+                if j.status.phase in ("Succeeded", "Failed"):
+                    done[name] = j
+                if name != "hangs" or stalled:
+                    continue
+                cond = j.status.condition("Stalled")
+                if cond is not None and cond.status == "True":
+                    stalled = cond.model_dump(by_alias=True)
+                elif j.status.progress is not None:
+                    last_report = j.status.progress.last_update_time or ""
+            time.sleep(0.5)
+        assert set(done) == set(names), f"not finished in 300 s: {set(names) - set(done)}"
+        for name, j in done.items():
+            assert j.status.phase == "Succeeded", (name, j.status)
+
+        saved = done["resumes"].status.checkpoint
+        assert saved is not None and saved.path.startswith("/ckpt/step-"), saved
+        redone = _redone(cluster, namespace, "resumes")
+        assert 0 <= redone < 10, redone
+        print(f"\nsteps redone after SIGKILL, checkpoint every 10 steps: {redone}")
+        if "no-checkpoints" in done:
+            print(
+                f"steps redone without checkpoints: {_redone(cluster, namespace, 'no-checkpoints')}"
+            )
+
+        assert stalled.get("reason") == "NoProgress", stalled
+        assert "threshold" in stalled["message"], stalled
+        replica = done["hangs"].status.tasks[0].replicas[0]
+        assert replica.restart_count == 1, replica
+        detected = _seconds(stalled["lastTransitionTime"]) - _seconds(last_report)
+        print(
+            f"hang detected {detected:.1f}s after the last report (threshold 20s):"
+            f" {stalled['message']}"
+        )
+    finally:
+        cluster.kubectl("delete", "pv", *volumes, "--wait=false", check=False)

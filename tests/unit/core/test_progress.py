@@ -30,6 +30,11 @@ from t9kjobs.progress import (
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(progress, "_last_printed", 0.0)
+    monkeypatch.setattr(progress, "_last_armed", 0.0)
+    monkeypatch.setattr(progress, "_last_total", None)
+    monkeypatch.setattr(progress, "_checkpoint", None)
+    monkeypatch.setattr(progress, "_stop", False)
+    monkeypatch.delenv("T9KJOBS_STALL_SECONDS", raising=False)
     for name in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         monkeypatch.delenv(name, raising=False)
 
@@ -231,7 +236,8 @@ def test_report_needs_the_standard_library_alone(tmp_path: Path) -> None:
     shutil.copy(progress.__file__, tmp_path / "alone.py")
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import alone;"
-        " alone.report(3, 10, loss=0.5); assert 're2' not in sys.modules"
+        " alone.report(3, 10, loss=0.5); alone.checkpoint_saved('/c/s-3', 3); alone.on_stop();"
+        " assert 're2' not in sys.modules"
     )
     done = subprocess.run(
         [sys.executable, "-S", "-E", "-c", code, str(tmp_path)],
@@ -240,4 +246,60 @@ def test_report_needs_the_standard_library_alone(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"{MARKER} step=3 total=10 loss=0.5\n"
+    assert done.stdout == (
+        f"{MARKER} step=3 total=10 loss=0.5\n"
+        f"{MARKER} step=3 total=10 checkpoint=/c/s-3 checkpoint_step=3\n"
+    )
+
+
+def test_checkpoint_keys_are_reserved_not_metrics() -> None:
+    line = f"{MARKER} step=1234 total=5000 loss=0.4 checkpoint=/ckpt/step-1200 checkpoint_step=1200"
+    assert parse_report(line) == Report(
+        1234, 5000, {"loss": 0.4}, True, checkpoint="/ckpt/step-1200", checkpoint_step=1200
+    )
+    # A checkpoint_step without a checkpoint names nothing; neither is a metric.
+    assert parse_report(f"{MARKER} step=5 checkpoint_step=3") == Report(5, marked=True)
+    too_long = "/" + "a" * 1024
+    assert parse_report(f"{MARKER} step=5 checkpoint={too_long}") == Report(5, marked=True)
+
+
+def test_checkpoint_saved_prints_at_once_and_every_later_report_repeats_it() -> None:
+    out = io.StringIO()
+    assert report(1199, 5000, loss=0.5, out=out)
+    assert progress.checkpoint_saved("/ckpt/step-1200", 1200, out=out)  # no rate limit
+    assert report(1300, 5000, every=0.0, out=out)
+    lines = out.getvalue().splitlines()
+    assert (
+        lines[1] == f"{MARKER} step=1200 total=5000 checkpoint=/ckpt/step-1200 checkpoint_step=1200"
+    )
+    assert parse_report(lines[2]) == Report(1300, 5000, {}, True, "/ckpt/step-1200", 1200)
+    assert not progress.checkpoint_saved("/ckpt/with space", 1300, out=out)
+
+
+def test_report_rearms_the_stack_dump_on_every_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    armed: list[float] = []
+    monkeypatch.setattr(
+        progress.faulthandler, "dump_traceback_later", lambda s, exit: armed.append(s)
+    )
+    monkeypatch.setenv("T9KJOBS_STALL_SECONDS", "600")
+    monkeypatch.setenv("RANK", "3")
+    assert not report(1, 10)  # rank 3 prints nothing, but arms
+    assert armed == [600]
+    assert not report(2, 10)  # within a second: not again
+    assert armed == [600]
+
+
+def test_on_stop_catches_sigterm_and_sighup() -> None:
+    import os
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    called: list[bool] = []
+    try:
+        progress.on_stop(lambda: called.append(True))
+        assert not progress.stop_requested()
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert progress.stop_requested() and called == [True]
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

@@ -21,14 +21,28 @@ line `t9kjobs.progress.report` would print.
 ``colossalai run``) instead of ``torch.distributed.init_process_group``;
 ``--steps``, ``--sleep`` (seconds per step) set how long it runs; ``--rank-offset N`` adds N to
 ``$RANK`` (a GenericJob numbers each replica type from 0).
+
+Checkpoints (docs/lifecycle.md, "Checkpoints"): ``--checkpoint-every N`` saves the model and the
+optimizer every N steps under ``$T9KJOBS_CHECKPOINT_DIR`` (``step-S``; DeepSpeed's own
+``save_checkpoint`` under ``--deepspeed``), says so in the progress line (``checkpoint=...
+checkpoint_step=S``, repeated by every later line), and resumes from ``$T9KJOBS_RESUME_FROM``
+when the operator gives one: ``resume rank=R from=P step=S``. Test knobs, each in incarnation
+``--*-incarnation`` only (``$T9KJOBS_RESTART_COUNT``, default 0): ``--kill-after S`` SIGKILLs
+the process S seconds into training (writing the step reached to ``killed-at`` in the checkpoint
+folder first, so that the next incarnation can say ``redone=...``), ``--hang-after S`` blocks
+for ever. With ``$T9KJOBS_STALL_SECONDS`` set, every progress line re-arms
+``faulthandler.dump_traceback_later`` (the stacks of a hung rank land in its log).
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 
 import torch
@@ -54,6 +68,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=0,
         help="added to $RANK (a GenericJob's ranks count per replica type: workers after a master)",
     )
+    parser.add_argument("--checkpoint-every", type=int, default=0, help="steps; 0: never")
+    parser.add_argument("--kill-after", type=float, default=None, help="seconds; then SIGKILL")
+    parser.add_argument("--kill-incarnation", type=int, default=0)
+    parser.add_argument("--hang-after", type=float, default=None, help="seconds; then hang")
+    parser.add_argument("--hang-incarnation", type=int, default=0)
     # deepspeed's launcher passes --local_rank=N unless told --no_local_rank
     parser.add_argument("--local_rank", "--local-rank", type=int, default=None)
     return parser.parse_args(argv)
@@ -64,6 +83,96 @@ def say(line: str) -> None:
     as print's separate write of the newline lets them."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+class Checkpoints:
+    """Saving and resuming under the operator's checkpoint folder (module docstring)."""
+
+    def __init__(self, every: int, rank: int, engine: object | None) -> None:
+        self.folder = os.environ.get("T9KJOBS_CHECKPOINT_DIR", "")
+        self.every = every if self.folder else 0
+        self.rank = rank
+        self.engine = engine  # DeepSpeed's, which saves and loads its own way
+        self.newest = ""  # said by every progress line once saved
+
+    def resume(self, net: torch.nn.Module, opt: torch.optim.Optimizer | None) -> int:
+        """The step to go on from: the checkpoint's, or 0."""
+        source = os.environ.get("T9KJOBS_RESUME_FROM", "")
+        if not source or not os.path.exists(source):
+            self._say_redone("-", 0)  # a restart from scratch redoes every step
+            return 0
+        if self.engine is not None:
+            folder, tag = os.path.split(source.rstrip("/"))
+            _, state = self.engine.load_checkpoint(folder, tag=tag)  # type: ignore[attr-defined]
+            step = int((state or {}).get("step", 0))
+        else:
+            state = torch.load(os.path.join(source, "state.pt"))
+            net.load_state_dict(state["model"])
+            if opt is not None:
+                opt.load_state_dict(state["optimizer"])
+            step = int(state["step"])
+        self._say_redone(source, step)
+        self.newest = f" checkpoint={source} checkpoint_step={step}"
+        return step
+
+    def _say_redone(self, source: str, step: int) -> None:
+        """`resume rank=R from=P step=S`, and `redone=N` after a `--kill-after` (the steps
+        this incarnation runs again)."""
+        killed = os.path.join(self.folder, "killed-at") if self.folder else ""
+        redone = ""
+        if killed and os.path.exists(killed):
+            with open(killed) as f:
+                redone = f" redone={int(f.read()) - step}"
+        if source != "-" or redone:
+            say(f"resume rank={self.rank} from={source} step={step}{redone}")
+
+    def save(self, step: int, net: torch.nn.Module, opt: torch.optim.Optimizer | None) -> None:
+        if not self.every or step % self.every:
+            return
+        path = os.path.join(self.folder, f"step-{step}")
+        if self.engine is not None:  # collective: every rank saves its part
+            save = self.engine.save_checkpoint  # type: ignore[attr-defined]
+            save(self.folder, tag=f"step-{step}", client_state={"step": step})
+        elif self.rank == 0:
+            os.makedirs(path, exist_ok=True)
+            state = {"model": net.state_dict(), "step": step}
+            if opt is not None:
+                state["optimizer"] = opt.state_dict()
+            torch.save(state, os.path.join(path, "state.pt.tmp"))
+            os.replace(os.path.join(path, "state.pt.tmp"), os.path.join(path, "state.pt"))
+        self.newest = f" checkpoint={path} checkpoint_step={step}"
+
+    def saved(self, step: int) -> bool:
+        """Whether this step saved one (its line is said at once)."""
+        return bool(self.every) and step % self.every == 0
+
+
+def knobs(args: argparse.Namespace, started: float, step: int, folder: str) -> None:
+    """The test knobs: SIGKILL or hang, in the incarnation asked for."""
+    incarnation = int(os.environ.get("T9KJOBS_RESTART_COUNT") or 0)
+    elapsed = time.monotonic() - started
+    rank = os.environ.get("RANK", "0")
+    kill, hang = args.kill_after, args.hang_after
+    if kill is not None and incarnation == args.kill_incarnation and elapsed >= kill:
+        if folder:
+            with open(os.path.join(folder, "killed-at"), "w") as f:
+                f.write(str(step))
+        say(f"kill rank={rank} step={step} (--kill-after)")
+        if os.getpid() == 1:  # a container's first process: the kernel drops its own SIGKILL
+            os._exit(128 + signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if hang is not None and incarnation == args.hang_incarnation and elapsed >= hang:
+        say(f"hang rank={rank} step={step} (--hang-after)")
+        threading.Event().wait()  # for ever: only a stop ends it
+
+
+def progress_line(step: int, total: int, loss: float, checkpoints: Checkpoints) -> None:
+    """What `t9kjobs.progress.report` prints (this image does not carry t9k-jobs), and the
+    stack dump it re-arms."""
+    stall = os.environ.get("T9KJOBS_STALL_SECONDS", "")
+    if stall.isdigit() and int(stall) > 0:
+        faulthandler.dump_traceback_later(int(stall), exit=False)
+    say(f"T9KJOBS_PROGRESS step={step} total={total} loss={loss:.5f}{checkpoints.newest}")
 
 
 def model() -> torch.nn.Module:
@@ -82,6 +191,9 @@ def batches(rank: int, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # SIGTERM ends it, as it ends any process but a container's first, which the kernel spares
+    # from signals it has no handler for (the pod would wait its whole grace for SIGKILL).
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
     env = os.environ
     local_rank = args.local_rank if args.local_rank is not None else int(env.get("LOCAL_RANK", 0))
     if args.rank_offset:
@@ -98,6 +210,8 @@ def main(argv: list[str]) -> int:
         f" restart={env.get('TORCHELASTIC_RESTART_COUNT', '-')}"
     )
     net = model()
+    engine = None
+    opt = None
     if args.deepspeed:
         import deepspeed
 
@@ -126,9 +240,13 @@ def main(argv: list[str]) -> int:
             opt.step()
             return float(loss)
 
+    checkpoints = Checkpoints(args.checkpoint_every, rank, engine)
+    begin = checkpoints.resume(net, opt)
     x_all, y_all = batches(rank, args.batch)
     first = last = float("nan")
-    for step in range(1, args.steps + 1):
+    started = time.monotonic()
+    for step in range(begin + 1, args.steps + 1):
+        knobs(args, started, step - 1, checkpoints.folder)
         if args.fail_rank == rank and step > args.fail_after:
             raise RuntimeError(f"rank {rank} fails on purpose at step {step} (--fail-rank)")
         i = (step * args.batch) % len(x_all)
@@ -136,12 +254,15 @@ def main(argv: list[str]) -> int:
         if len(x) < args.batch:
             x, y = x_all[: args.batch], y_all[: args.batch]
         last = train_step(x, y)
-        if step == 1:
+        if step == begin + 1:
             first = last
         if step % args.log_every == 0 or step == 1:
             say(f"step {step} rank={rank} world={world} loss={last:.5f}")
-        if rank == 0 and (step % args.log_every == 0 or step == args.steps):
-            say(f"T9KJOBS_PROGRESS step={step} total={args.steps} loss={last:.5f}")
+        checkpoints.save(step, net, opt)
+        if rank == 0 and (
+            step % args.log_every == 0 or step == args.steps or checkpoints.saved(step)
+        ):
+            progress_line(step, args.steps, last, checkpoints)
         if args.sleep:
             time.sleep(args.sleep)
     # every rank agrees on the weights: all-reduce a checksum and compare

@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -286,3 +287,28 @@ def test_a_pattern_re2_refuses_is_ignored(pattern: str) -> None:
     found = newest_report([*lines, f"2026-01-01T12:00:04Z {hostile}"], pattern)
     assert time.perf_counter() - start < 0.5
     assert found is not None and found[0] == Report(4, 10)
+
+
+def test_a_reading_says_when_it_was_first_seen_and_last_looked_for() -> None:
+    """What a stall is judged by (`t9kjobs.planner.stall`): a read that finds nothing newer
+    moves `read_at` only, and queues nothing; a newer report starts `seen_at` again."""
+    api, queued, clock = FakeApi(), [], Clock()
+    wall = [datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)]
+    reader = _reader(api, queued, clock, interval=1.0, wall=lambda: wall[0])
+    reader.follow(KEY, SOURCE)
+    api.logs[LOG] = [f"2026-01-01T12:00:02Z {MARKER} step=10 total=100"]
+    reader.read(KEY, SOURCE)
+    first = reader.reading(KEY)
+    assert first is not None and first.seen_at == first.read_at == wall[0]
+    api.logs[LOG] = []  # nothing since
+    wall[0] += timedelta(seconds=40)
+    reader.read(KEY, SOURCE)
+    quiet = reader.reading(KEY)
+    assert quiet is not None and (quiet.seen_at, quiet.read_at) == (first.seen_at, wall[0])
+    assert queued == [KEY]
+    api.logs[LOG] = [f"2026-01-01T12:00:52Z {MARKER} step=20 total=100"]
+    wall[0] += timedelta(seconds=5)
+    reader.read(KEY, SOURCE)
+    newer = reader.reading(KEY)
+    assert newer is not None and newer.seen_at == newer.read_at == wall[0]
+    assert queued == [KEY, KEY]

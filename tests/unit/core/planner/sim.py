@@ -6,7 +6,7 @@ from __future__ import annotations
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
-from t9kjobs.planner import Observed, Plan, plan
+from t9kjobs.planner import Observed, Plan, Reading, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
@@ -44,3 +44,14 @@ class Sim:
 
     def condition(self, type_: str) -> Obj | None:
         return next((c for c in self.status.get("conditions", []) if c["type"] == type_), None)
+
+
+class ReadSim(Sim):
+    """A Sim whose plans see a progress reading, as the controller hands it over."""
+
+    reading: Reading | None = None
+
+    def plan(self) -> Plan:
+        job = parse_job(self.manifest, self.manager)
+        observed = Observed(dict(self.objects), progress=self.reading)
+        return plan(job, observed, self.now, self.manager.hooks_for(job.kind))

@@ -9,6 +9,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.loading import parse_job
 from t9kjobs.models import JobStatus, dump
@@ -408,3 +410,21 @@ def test_a_second_failure_under_never_is_restarted_with_the_job_and_shown_delete
     assert (replicas["tiny-worker-1"]["phase"], replicas[W2]["phase"]) == ("Deleted", "Deleted")
     sim.gone("tiny-worker-0", "tiny-worker-3")
     assert _pods(sim.step()) == NAMES
+
+
+@pytest.mark.parametrize(("resume", "lost"), [("Latest", 15), ("Never", 40)])
+def test_steps_lost_count_from_the_checkpoint_the_replacement_resumes_from(
+    resume: str, lost: int
+) -> None:
+    job = tiny_job(2, recoveryPolicy={}, checkpoint={"path": "/ckpt", "resume": resume})
+    sim = GracefulSim(job)
+    sim.step()
+    sim.set("tiny-worker-0", "Running")
+    sim.set("tiny-worker-1", "Running")
+    sim.step()
+    sim.manifest["status"]["progress"] = {"step": 40, "lastUpdateTime": "2026-01-01T11:59:00Z"}
+    sim.manifest["status"]["checkpoint"] = {"path": "/ckpt/step-25", "step": 25}
+    sim.set("tiny-worker-0", "Failed", 1)
+    p = sim.step()
+    assert [e.steps_lost for e in p.status.restart_history or []] == [lost]
+    assert p.status.steps_lost == lost

@@ -245,7 +245,9 @@ def test_the_avoidance_term_never_changes_the_spec_hash_so_nothing_relaunches() 
     p = sim.step()  # the replacement, with the avoidance term
     created = next(o for o in p.create if o["metadata"]["name"] == W1)
     assert "affinity" in created["spec"]
-    fresh = next(o for o in _started(manager=manager).objects.values() if o["kind"] == "Pod")
+    # The same spec's first pod (stall detection, on with a recoveryPolicy, adds its env to both).
+    first = _started(manager=manager, recoveryPolicy={})
+    fresh = next(o for o in first.objects.values() if o["kind"] == "Pod")
     assert (
         created["metadata"]["annotations"][ANNOTATION_SPEC_HASH]
         == fresh["metadata"]["annotations"][ANNOTATION_SPEC_HASH]
