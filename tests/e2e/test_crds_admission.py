@@ -462,7 +462,7 @@ def test_category_columns_and_explain(
     header = cluster.kubectl("get", "gj", "-n", namespace).stdout.splitlines()[0].split()
     assert header == ["NAME", "PHASE", "REPLICAS", "RESTARTS", "REASON", "AGE"]
     wide = cluster.kubectl("get", "gj", "-n", namespace, "-o", "wide").stdout.splitlines()[0]
-    assert wide.split()[6:] == ["MODE", "PROGRESS", "QUEUE", "STARTED", "FINISHED"]
+    assert wide.split()[6:] == ["INFRA", "MODE", "PROGRESS", "QUEUE", "STARTED", "FINISHED"]
     # Enum values and defaults are in the descriptions kubectl explain prints.
     policy = " ".join(
         cluster.kubectl("explain", "genericjob.spec.replicaSpecs.restartPolicy").stdout.split()

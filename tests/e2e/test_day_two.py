@@ -129,7 +129,7 @@ def test_kubectl_get_shows_replicas_restarts_and_reason(cluster: Cluster, jobs: 
     ], table
     assert rows["genericjob.batch.tensorstack.dev/steady"][:3] == ["Running", "2/2", "0"], table
     wide = cluster.kubectl("get", "gj", "steady", "-n", jobs, "-o", "wide").stdout.splitlines()
-    assert wide[0].split()[6:] == ["MODE", "PROGRESS", "QUEUE", "STARTED", "FINISHED"]
+    assert wide[0].split()[6:] == ["INFRA", "MODE", "PROGRESS", "QUEUE", "STARTED", "FINISHED"]
     # read by the header's position: a running job's REASON is empty, so split() shifts
     assert wide[1][wide[0].index("MODE") :].split()[0] == "Immediate", wide
 
