@@ -26,10 +26,12 @@ from t9kjobs.progress import ENV_STALL_SECONDS
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
+    "ANNOTATION_DEFAULT_CONTAINER",
     "ANNOTATION_INCARNATION",
     "ANNOTATION_LAUNCH_COMMAND",
     "ANNOTATION_SPEC_HASH",
     "ANNOTATION_STOP_WHEN_FINISHED",
+    "ANNOTATION_TRAINING_CONTAINER",
     "DECIDING",
     "ENGINE_ENV",
     "ENV_CHECKPOINT_DIR",
@@ -78,6 +80,11 @@ LABEL_REPLICA_INDEX = "tensorstack.dev/replica-index"
 ANNOTATION_INCARNATION = "batch.tensorstack.dev/restart-count"
 # Set on pods created from a DesiredPod with stop_when_finished.
 ANNOTATION_STOP_WHEN_FINISHED = "batch.tensorstack.dev/stop-when-finished"
+# The container that trains, on every pod the engine creates: what the client reads instead
+# of building the pods again (a plugin of another version could name another container); and,
+# unless the template set it, kubectl's own (its `logs`/`exec` pick it without `-c`).
+ANNOTATION_TRAINING_CONTAINER = "batch.tensorstack.dev/training-container"
+ANNOTATION_DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # A digest of the pod spec the engine created the pod from.
 ANNOTATION_SPEC_HASH = "batch.tensorstack.dev/spec-hash"
 # In debug mode, the command line the pod would run outside it (shell-quoted), on the pod and

@@ -25,7 +25,7 @@ from t9kjobs.client.reader import (
 )
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import Job
-from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, Obj, find_container, replica_id
+from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, DesiredPod, Obj, find_container, replica_id
 from t9kjobs.planner.conditions import parse_time
 
 __all__ = ["EVENTS", "LOG_LINES", "RECOVERIES", "describe", "seconds_since"]
@@ -91,10 +91,11 @@ class _Describer:
         self.job: Job | None = reader.parsed(self.raw)
         self.uid = uid_of(self.raw)
         self.pods = {p["metadata"]["name"]: p for p in reader.pods(ref, self.uid)}
-        self.desired = reader.desired_pods(self.raw)
+        self.built: dict[str, DesiredPod] | None = None
 
     def _training_container(self, pod_name: str) -> str | None:
-        return training_container(self.desired, pod_name, self.pods.get(pod_name))
+        pod = self.pods.get(pod_name)
+        return training_container(pod) if pod is not None else None
 
     def _log_tail(self, pod_name: str, lines: int) -> tuple[list[str], str | None]:
         """The last lines of the pod's training container, or why there are none."""
@@ -188,7 +189,7 @@ class _Describer:
 
     def _replica_names(self) -> list[str]:
         names = [r["name"] for t in self.status.get("tasks") or [] for r in t.get("replicas") or []]
-        return names or sorted(self.desired) or sorted(self.pods)
+        return names or sorted(self.pods) or sorted(self._built())
 
     def replicas(self) -> list[dict[str, Any]]:
         out = []
@@ -243,15 +244,23 @@ class _Describer:
         the plugin builds)."""
         groups: dict[tuple[str, ...], list[str]] = {}
         for name in self._replica_names():
-            source = self.pods.get(name) or (
-                self.desired[name].manifest if name in self.desired else None
-            )
-            if source is None:
+            pod = self.pods.get(name)
+            built = self._built().get(name) if pod is None else None
+            if pod is not None:
+                argv = _pod_command(pod, training_container(pod))
+            elif built is not None:
+                argv = _pod_command(built.manifest, built.training_container)
+            else:
                 continue
-            argv = _pod_command(source, self._training_container(name))
             if argv is not None:
                 groups.setdefault(tuple(argv), []).append(replica_id(self.ref.name, name))
         return [{"replicas": ids, "command": list(argv)} for argv, ids in groups.items()]
+
+    def _built(self) -> dict[str, DesiredPod]:
+        """What the plugin builds, asked only for a replica without a pod, once."""
+        if self.built is None:
+            self.built = self.reader.built_pods(self.raw)
+        return self.built
 
     def hostfile(self) -> dict[str, Any] | None:
         for cm in self.reader.config_maps(self.ref, self.uid):

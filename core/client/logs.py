@@ -63,7 +63,6 @@ class JobLogs:
         self.ref = ref
         self.container_name = container
         self.job = reader.job(ref)
-        self.desired = reader.desired_pods(self.job)
 
     # -- replicas ------------------------------------------------------------------------
 
@@ -109,10 +108,8 @@ class JobLogs:
         not the job's (a pod anyone may create under a replica's name while it has none)."""
         return self.reader.pod(self.ref.namespace, pod_name, self.uid)
 
-    def container(self, pod_name: str, pod: Obj | None) -> str | None:
-        if self.container_name:
-            return self.container_name
-        return training_container(self.desired, pod_name, pod)
+    def container(self, pod: Obj) -> str | None:
+        return self.container_name or training_container(pod)
 
     def gone(self, replica: str) -> str:
         """Why a replica has no pod, in words."""
@@ -165,7 +162,7 @@ class JobLogs:
             got = self.reader.log_lines(
                 self.ref.namespace,
                 pod_name,
-                self.container(pod_name, pod),
+                self.container(pod),
                 tail=tail,
                 since_seconds=since,
             )
@@ -202,7 +199,7 @@ class JobLogs:
                 for raw in self.reader.log_lines(
                     self.ref.namespace,
                     pod_name,
-                    self.container(pod_name, pod),
+                    self.container(pod),
                     follow=True,
                     tail=tail if first else None,
                     since_seconds=since if first else None,

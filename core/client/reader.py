@@ -32,7 +32,14 @@ from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.loading import JobError, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
-from t9kjobs.objects import LABEL_OWNER_KIND, LABEL_OWNER_NAME, DesiredPod, Obj, find_container
+from t9kjobs.objects import (
+    ANNOTATION_TRAINING_CONTAINER,
+    LABEL_OWNER_KIND,
+    LABEL_OWNER_NAME,
+    DesiredPod,
+    Obj,
+    find_container,
+)
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.planner.desired import desired_pods
 
@@ -224,9 +231,10 @@ class ClusterReader:
             return parse_job(raw, self.manager)
         return None
 
-    def desired_pods(self, raw: Obj) -> dict[str, DesiredPod]:
-        """The pods the job's plugin builds, by name (which container trains, each pod's
-        command), as the operator built them; none when the spec no longer validates."""
+    def built_pods(self, raw: Obj) -> dict[str, DesiredPod]:
+        """The pods the job's plugin would build now, by name: only to show what a replica
+        whose pod is gone runs (a live pod says it itself); none when the spec no longer
+        validates or its plugin cannot build it."""
         job = self.parsed(raw)
         if job is None:
             return {}
@@ -238,13 +246,13 @@ class ClusterReader:
         return {pod.name: pod for pod in pods}
 
 
-def training_container(desired: dict[str, DesiredPod], name: str, pod: Obj | None) -> str | None:
-    """The container of pod `name` that trains: the one its plugin names, else its first."""
-    known = desired.get(name)
-    if known is not None and known.training_container:
-        return known.training_container
-    source = pod or (known.manifest if known is not None else None)
-    found = find_container(source, None) if source is not None else None
+def training_container(pod: Obj) -> str | None:
+    """The container of `pod` that trains, as the operator that created it marked it; the
+    first container of a pod without the mark (created by an older operator)."""
+    marked = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_TRAINING_CONTAINER)
+    if marked:
+        return str(marked)
+    found = find_container(pod, None)
     return str(found["name"]) if found is not None else None
 
 

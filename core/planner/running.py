@@ -13,9 +13,12 @@ from typing import Any
 
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import (
+    ANNOTATION_DEFAULT_CONTAINER,
     ANNOTATION_INCARNATION,
     ANNOTATION_SPEC_HASH,
     ANNOTATION_STOP_WHEN_FINISHED,
+    ANNOTATION_TRAINING_CONTAINER,
+    find_container,
     object_key,
     spec_hash,
 )
@@ -78,6 +81,11 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             # After the hash, as the incarnation: a new checkpoint relaunches no running pod.
             resume_values(s.job, status, desired, incarnation)
             annotations[ANNOTATION_SPEC_HASH] = digest
+            # After the hash too: pods an older operator created are not relaunched for it.
+            trains = find_container(manifest, desired.training_container)
+            if trains is not None:
+                annotations[ANNOTATION_TRAINING_CONTAINER] = str(trains["name"])
+                annotations.setdefault(ANNOTATION_DEFAULT_CONTAINER, str(trains["name"]))
             if desired.stop_when_finished:
                 annotations[ANNOTATION_STOP_WHEN_FINISHED] = "true"
             pod_creates.append(manifest)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9kjobs.client.reader import ClusterReader, JobRef
+from t9kjobs.client.reader import ClusterReader, JobRef, training_container
 from t9kjobs.manager import PluginManager
+from t9kjobs.objects import ANNOTATION_TRAINING_CONTAINER
 
 
 class Answers:
@@ -115,3 +116,14 @@ def test_a_pod_by_name_is_the_jobs_only_if_the_job_controls_it(manager: PluginMa
     assert own.pod("ns", "ok-worker-0") is not None  # no job asked about: any pod of the name
     planted = ClusterReader(OnePod(_owned_by("ok-worker-0")), manager)  # type: ignore[arg-type]
     assert planted.pod("ns", "ok-worker-0", "job") is None
+
+
+def test_the_training_container_is_the_one_the_operator_marked_else_the_first() -> None:
+    containers = [{"name": "sidecar"}, {"name": "main"}]
+    marked = {
+        "metadata": {"annotations": {ANNOTATION_TRAINING_CONTAINER: "main"}},
+        "spec": {"containers": containers},
+    }
+    assert training_container(marked) == "main"
+    assert training_container({"metadata": {}, "spec": {"containers": containers}}) == "sidecar"
+    assert training_container({"metadata": {}, "spec": {"containers": []}}) is None
