@@ -1,4 +1,4 @@
-"""What every tier shares: at the end of a run, the time each tier took (`tests/<tier>/`), so that
+"""What every tier shares: the one operator fixture, and at the end of a run, the time each tier took (`tests/<tier>/`), so that
 `make test` says where its minutes went (README, "How long") and a tier that grew is seen.
 
 A tier's time is the sum of its tests' setup, call and teardown: its cluster's start is in
@@ -7,8 +7,12 @@ its first test's setup, its stop in its last test's teardown."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
+
+from tests.operators import OperatorProcess, Operators, install_crds
 
 _TIERS: defaultdict[str, float] = defaultdict(float)
 _COUNTS: defaultdict[str, int] = defaultdict(int)
@@ -36,3 +40,37 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"{tier:>8}: {minutes:3d} min {rest:02d} s  ({_COUNTS[tier]} tests)"
         )
+
+
+# -- the one operator of a test module (every tier with a `cluster` fixture) --------------------
+
+
+@pytest.fixture(scope="module")
+def before_operator(cluster: Any) -> Mapping[str, str] | None:
+    """What a module needs done before its operator starts, overridden where it needs something
+    (a CRD installed or removed): returns the operator's environment, None for this one's."""
+    return None
+
+
+@pytest.fixture(scope="module")
+def operators(
+    cluster: Any,
+    before_operator: Mapping[str, str] | None,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[Operators]:
+    """The CRDs installed and one operator watching every namespace, for the tests of a module,
+    with the module's `OPERATOR_ARGS` if it has any; restartable (`kill`, `restart`)."""
+    install_crds(cluster)
+    args = tuple(getattr(request.module, "OPERATOR_ARGS", ()))
+    ops = Operators(cluster, tmp_path_factory.mktemp("operator"), args, before_operator)
+    try:
+        yield ops
+    finally:
+        ops.current.stop()
+
+
+@pytest.fixture(scope="module")
+def operator(operators: Operators) -> OperatorProcess:
+    """The module's operator, for modules that never restart it."""
+    return operators.current

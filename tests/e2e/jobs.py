@@ -16,11 +16,10 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import yaml
 
 from t9kjobs.kube.transport import ApiError, Transport, load_configuration
@@ -31,7 +30,7 @@ from t9kjobs.testing.harness.simulation import (
     without_claims,
 )
 from tests import waiting
-from tests.e2e.operator import REPO, OperatorProcess, install_crds, operator_process
+from tests.operators import REPO
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -258,33 +257,6 @@ class Kube:
         return Recorder(self.http, f"{JOBS}/namespaces/{self.ns}/{plural}", query)
 
 
-class Operators:
-    """The one operator of a test module; tests may kill it, or replace it after a CRD change
-    (it discovers which child kinds the cluster serves when it starts)."""
-
-    def __init__(self, cluster: Any, logs: Path) -> None:
-        self.cluster = cluster
-        self.logs = logs
-        self.started = 0
-        self.current = self.start()
-
-    def start(self) -> OperatorProcess:
-        self.started += 1
-        op = operator_process(self.cluster, log=self.logs / f"operator-{self.started}.log")
-        op.wait_ready()
-        self.current = op
-        return op
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown of any kind, as when a node dies."""
-        self.current.kill()
-        self.current.stop()
-
-    def restart(self) -> None:
-        self.current.stop()
-        self.start()
-
-
 def _podgroups_served(http: Transport) -> bool:
     try:
         answer = http.request("GET", PODGROUPS)
@@ -310,22 +282,6 @@ def set_podgroup_crd(cluster: Any, installed: bool) -> None:
             "--wait=true",
         )  # fmt: skip
     until(lambda: _podgroups_served(http) == installed, f"PodGroups served: {installed}")
-
-
-@pytest.fixture(scope="module")
-def operators(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operators]:
-    install_crds(cluster)
-    set_podgroup_crd(cluster, installed=False)
-    ops = Operators(cluster, tmp_path_factory.mktemp("lifecycle"))
-    try:
-        yield ops
-    finally:
-        ops.current.stop()
-
-
-@pytest.fixture
-def kube(cluster: Any, namespace: str, operators: Operators) -> Kube:
-    return Kube(cluster, namespace)
 
 
 def finished_lives(pods: Recorder) -> dict[str, list[str]]:

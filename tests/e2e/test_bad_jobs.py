@@ -22,9 +22,7 @@ import yaml
 from t9kjobs.kube.decoding import loads
 from t9kjobs.models import API_VERSION
 from t9kjobs.testing.harness.simulation import simulate
-from tests.e2e.operator import OperatorProcess, install_crds, operator, operator_process
-
-__all__ = ["operator"]  # the fixture, imported for this module
+from tests.operators import OperatorProcess, install_crds, operator_process
 
 CONTAINER = {"name": "main", "image": "busybox", "command": ["sleep", "1"]}
 

@@ -41,7 +41,7 @@ from t9kjobs.progress import MARKER
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
 from tests.cluster import Cluster, fresh_namespace
-from tests.e2e.operator import REPO, OperatorProcess, install_crds
+from tests.operators import REPO, OperatorProcess
 
 # Progress is read every second here, so that the test waits seconds, not the default 30.
 OPERATOR_ARGS = ("--progress-interval", "1", "--progress-qps", "20")
@@ -105,12 +105,9 @@ def mpijob_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def operator(
-    cluster: Cluster, mpijob_plugin: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OperatorProcess]:
-    """The CRDs of the bundled kinds and of MPIJob installed, and an operator that loads the
-    MPIJob plugin too."""
-    install_crds(cluster)
+def before_operator(cluster: Cluster, mpijob_plugin: Path) -> dict[str, str]:
+    """The CRD of MPIJob installed beside the bundled kinds', and the module's operator made to
+    load the MPIJob plugin too (its environment)."""
     # The tree under test stays first on the path (a worktree's own, when PYTHONPATH names it).
     path = [str(mpijob_plugin), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
@@ -123,15 +120,7 @@ def operator(
     ).stdout
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=crd)
     cluster.kubectl("wait", "--for=condition=Established", "crd/mpijobs.batch.tensorstack.dev")
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = OperatorProcess(
-        cluster.kubeconfig, "--log-format", "json", *OPERATOR_ARGS, log=log, env=env
-    )
-    try:
-        op.wait_ready()
-        yield op
-    finally:
-        op.stop()
+    return env
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ from t9kjobs.cli.main import main
 from t9kjobs.crds import crds
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import API_VERSION
+from tests.cluster import REPO
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 FIELD_MANAGER = "t9kjobs-crds-e2e"
 CONTAINER = {"name": "main", "image": "busybox", "command": ["sleep", "3600"]}
 TEMPLATE = {"spec": {"containers": [CONTAINER]}}

@@ -21,9 +21,7 @@ import pytest
 
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster, fresh_namespace
-from tests.e2e.operator import REPO, OperatorProcess, operator
-
-__all__ = ["operator"]  # the fixture, imported for this module
+from tests.operators import REPO, OperatorProcess
 
 VENV_BIN = Path(sys.executable).parent
 

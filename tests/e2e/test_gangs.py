@@ -27,7 +27,7 @@ from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
 from tests.e2e.jobs import INCARNATION, Kube, Recorder, phase, replica, until
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.operators import OperatorProcess, install_crds, operator_process
 from tests.waiting import throughout
 
 GPU = "nvidia.com/gpu"

@@ -20,7 +20,7 @@ from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
 from tests.e2e.jobs import Kube, Recorder, phase, replica, until
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.operators import OperatorProcess, install_crds, operator_process
 
 GPU = "nvidia.com/gpu"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -131,7 +131,12 @@ def queue(kube: Kube, namespace: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def operator(cluster: Any, kube: Kube, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+def namespaced_operator(
+    cluster: Any, kube: Kube, namespace: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """An operator of the test's namespace alone, not the module's (tests/conftest.py): other
+    tests here start operators of their own, with other flags, in their namespaces, and a
+    module-wide one would reconcile their jobs too."""
     op = operator_process(cluster, "--namespace", namespace, log=tmp_path / "operator.log")
     op.wait_ready()
     try:
@@ -221,7 +226,7 @@ def _states(recorder: Recorder) -> list[list[Any]]:
     return out
 
 
-@pytest.mark.usefixtures("operator")
+@pytest.mark.usefixtures("namespaced_operator")
 def test_three_jobs_of_the_whole_quota_run_one_at_a_time(
     cluster: Any, kube: Kube, queue: str, namespace: str
 ) -> None:
@@ -295,7 +300,7 @@ def test_three_jobs_of_the_whole_quota_run_one_at_a_time(
         assert workload["metadata"]["ownerReferences"][0]["controller"] is True
 
 
-@pytest.mark.usefixtures("operator")
+@pytest.mark.usefixtures("namespaced_operator")
 def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
     kube: Kube, queue: str, namespace: str
 ) -> None:
@@ -344,7 +349,7 @@ def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
     assert workload["spec"]["priorityClassRef"]["name"] == f"{namespace}-low"
 
 
-@pytest.mark.usefixtures("operator")
+@pytest.mark.usefixtures("namespaced_operator")
 def test_a_job_whose_rule_gives_up_on_preemption_fails_and_gives_its_quota_back(
     kube: Kube, queue: str, namespace: str
 ) -> None:
@@ -373,7 +378,7 @@ def test_a_job_whose_rule_gives_up_on_preemption_fails_and_gives_its_quota_back(
     )
 
 
-@pytest.mark.usefixtures("operator", "queue")
+@pytest.mark.usefixtures("namespaced_operator", "queue")
 def test_a_job_in_a_queue_that_does_not_exist_says_so_and_leaves_nothing_when_deleted(
     cluster: Any, kube: Kube, namespace: str
 ) -> None:
@@ -392,7 +397,7 @@ def test_a_job_in_a_queue_that_does_not_exist_says_so_and_leaves_nothing_when_de
     until(lambda: not _workloads(kube), "the Workload gone with its job")
 
 
-@pytest.mark.usefixtures("operator")
+@pytest.mark.usefixtures("namespaced_operator")
 def test_deleting_an_admitted_job_leaves_no_workload(
     cluster: Any, kube: Kube, queue: str, namespace: str
 ) -> None:
@@ -404,7 +409,7 @@ def test_deleting_an_admitted_job_leaves_no_workload(
     until(lambda: not _workloads(kube) and not kube.pods(), "the Workload and pods gone")
 
 
-@pytest.mark.usefixtures("operator", "queue")
+@pytest.mark.usefixtures("namespaced_operator", "queue")
 def test_t9k_scheduler_queue_and_priority_name_a_kueue_queue_where_the_t9k_scheduler_is_absent(
     kube: Kube,
 ) -> None:
@@ -563,7 +568,7 @@ def test_a_namespace_that_requires_a_queue_queues_a_job_without_one_or_refuses_i
         op.stop()
 
 
-@pytest.mark.usefixtures("operator", "queue")
+@pytest.mark.usefixtures("namespaced_operator", "queue")
 def test_removing_the_queue_label_of_a_waiting_job_runs_no_pod(kube: Kube) -> None:
     """Without the admission policy (a bare operator): the label removed from a job that waits
     in a LocalQueue that does not exist leaves it waiting there, with its Workload and no pod,
@@ -580,7 +585,7 @@ def test_removing_the_queue_label_of_a_waiting_job_runs_no_pod(kube: Kube) -> No
     assert kube.status(job)["phase"] == "Queued"
 
 
-@pytest.mark.usefixtures("operator")
+@pytest.mark.usefixtures("namespaced_operator")
 def test_a_finished_job_holds_its_quota_while_a_worker_runs_on(kube: Kube, queue: str) -> None:
     """successRules on the master, cleanUpPolicy None (the default): the job succeeds while
     its worker runs on, holding 8 GPUs. Its Workload is not Finished until the worker ends."""

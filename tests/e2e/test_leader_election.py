@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.jobs import example, watch_phases
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.operators import OperatorProcess, install_crds, operator_process
 
 LEASE = "t9k-jobs-operator"
 

@@ -21,20 +21,15 @@ from tests.e2e.jobs import (
     INCARNATION,
     Kube,
     Obj,
-    Operators,
     condition,
     finished_lives,
     job,
-    kube,
-    operators,
     phase,
     replica,
     replicas,
     until,
 )
-from tests.e2e.operator import REPO
-
-__all__ = ["kube", "operators"]  # the fixtures, imported for this module
+from tests.operators import REPO, Operators
 
 
 def _time(text: str) -> datetime:

@@ -16,21 +16,16 @@ from tests.e2e.jobs import (
     PODGROUPS,
     Kube,
     Obj,
-    Operators,
     command,
     condition,
     job,
-    kube,
-    operators,
     replica,
     replicas,
     set_podgroup_crd,
     template,
     until,
 )
-
-__all__ = ["kube", "operators"]  # the fixtures, imported for this module
-
+from tests.operators import Operators
 
 # -- run modes -------------------------------------------------------------------------------
 

@@ -36,14 +36,15 @@ from typing import Any
 import pytest
 
 from t9kjobs.kube.transport import ApiError, Transport, load_configuration
-from tests.e2e.jobs import Kube, Obj, Operators, job, phase, replicas, template, until
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.e2e.jobs import Kube, Obj, job, phase, replicas, template, until
+from tests.operators import Operators
 
 POOL = "t9kjobs.dev/pool"
 POOL_TAINT = {"key": POOL, "value": "recovery", "effect": "NoSchedule"}
 KWOK_MANAGED = "kwok.x-k8s.io/node"
 HOLD = "t9kjobs.dev/e2e-hold"  # the test's finalizer: a pod KWOK must not delete
 BOUND = 10
+OPERATOR_ARGS = ("--lost-node-seconds", str(BOUND))
 # unreachable, NotReady (+ Terminating), deleted; the operator killed after the status write
 SCENARIOS = {"u": 3, "n": 2, "d": 3, "k": 2}
 
@@ -159,33 +160,10 @@ def pool(cluster: Any) -> Iterator[Pool]:
                     raise
 
 
-class LostNodeOperators(Operators):
-    """The module's operator, run with `--lost-node-seconds 10`; killed and started again."""
-
-    def start(self) -> OperatorProcess:
-        self.started += 1
-        log = self.logs / f"operator-{self.started}.log"
-        op = operator_process(self.cluster, "--lost-node-seconds", str(BOUND), log=log)
-        op.wait_ready()
-        self.current = op
-        return op
-
-
 @pytest.fixture(scope="module")
-def operators(
-    cluster: Any, pool: Pool, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LostNodeOperators]:
-    install_crds(cluster)
-    ops = LostNodeOperators(cluster, tmp_path_factory.mktemp("lost-nodes"))
-    try:
-        yield ops
-    finally:
-        ops.current.stop()
-
-
-@pytest.fixture
-def kube(cluster: Any, namespace: str, operators: LostNodeOperators) -> Kube:
-    return Kube(cluster, namespace)
+def before_operator(pool: Pool) -> None:
+    """The pool's nodes exist before the module's operator starts, and outlive it."""
+    return None
 
 
 def _job(name: str, scenario: str, gpus: int) -> Obj:
@@ -350,7 +328,7 @@ def test_pods_on_lost_nodes_are_replaced_elsewhere_charged_to_the_infrastructure
 
 
 def test_an_operator_killed_after_the_nodelost_status_write_charges_it_once(
-    kube: Kube, pool: Pool, operators: LostNodeOperators
+    kube: Kube, pool: Pool, operators: Operators
 ) -> None:
     """The crash window of a lost node: the status says the restart (charged to the
     infrastructure, the node remembered) and the operator dies before the force deletion. The

@@ -13,9 +13,7 @@ import yaml
 
 from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.jobs import get_json, job_status, watch_phases
-from tests.e2e.operator import REPO, OperatorProcess, operator
-
-__all__ = ["operator"]  # the fixture, imported for this module
+from tests.operators import REPO, OperatorProcess
 
 EXAMPLES = {
     "ColossalAIJob": "examples/colossalaijob/minimal.yaml",

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.jobs import example, job_status, watch_phases
-from tests.e2e.operator import install_crds, operator_process
+from tests.operators import install_crds, operator_process
 
 MISSING = "colossalaijobs.batch.tensorstack.dev"
 

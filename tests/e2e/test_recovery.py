@@ -28,15 +28,11 @@ from tests.e2e.jobs import (
     Recorder,
     condition,
     job,
-    kube,
-    operators,
     phase,
     replica,
     replicas,
     until,
 )
-
-__all__ = ["kube", "operators"]  # the fixtures, imported for this module
 
 IGNORE_3 = {"onExitCodes": {"operator": "In", "values": [3]}, "action": "Ignore"}
 FAIL_42 = {

@@ -15,10 +15,8 @@ import pytest
 
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.waiting import throughout
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 
 def _deepspeed(name: str) -> dict[str, Any]:

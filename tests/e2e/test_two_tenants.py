@@ -27,9 +27,7 @@ from t9kjobs.planner.conditions import parse_time
 from t9kjobs.progress import MARKER
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster, fresh_namespace
-from tests.e2e.operator import OperatorProcess, operator
-
-__all__ = ["operator"]  # the fixture, imported for this module
+from tests.operators import OperatorProcess
 
 LEASE = "two-tenants"
 LEASE_DURATION = 15.0

@@ -15,12 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from t9kjobs.kube.decoding import loads
 from t9kjobs.manager import PluginManager
-from t9kjobs.testing.harness.crds import install_crds
 from t9kjobs.testing.harness.process import OperatorProcess
 from t9kjobs.testing.harness.simulation import simulate
 from tests.fuzz.admission import server_verdicts
@@ -32,18 +30,6 @@ SAMPLE = 90
 DEADLINE = 30.0
 # Pods the API server refuses although the job is admitted: the job must fail, not stall.
 POD_REFUSED = ("template=gpu-word", "template=gpu-fraction")
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    install_crds(cluster.kubectl_path, cluster.kubeconfig)
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = OperatorProcess(cluster.kubeconfig, "--log-format", "json", log=log)
-    try:
-        op.wait_ready()
-        yield op
-    finally:
-        op.stop()
 
 
 def _sample(corpus: list[Case], manager: PluginManager, admitted: set[str]) -> list[Case]:

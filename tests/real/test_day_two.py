@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, job, scripted, wait_finished, wait_for
 
-__all__ = ["operator"]  # the fixture, imported for this module
 # Progress read every 2 s, so that describe shows it within seconds of the job's start.
 OPERATOR_ARGS = ("--progress-interval", "2")
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import (
     MLP,
     apply,
@@ -26,8 +26,6 @@ from tests.real.jobs import (
     wait_finished,
     wait_for,
 )
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 KIND = "DeepSpeedJob"
 

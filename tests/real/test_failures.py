@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, container, events_of, job_logs, mlp, pods_of, wait_finished
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 KIND = "PyTorchTrainingJob"
 

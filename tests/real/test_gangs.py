@@ -18,10 +18,8 @@ from typing import Any
 import yaml
 
 from tests.cluster import REPO, Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report, wait_finished
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 EXAMPLE = REPO / "examples" / "genericjob" / "mlp-cpu.yaml"
 

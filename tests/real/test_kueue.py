@@ -11,10 +11,8 @@ from __future__ import annotations
 import yaml
 
 from tests.cluster import REPO, Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report, wait_finished, wait_for
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 EXAMPLE = REPO / "examples" / "genericjob" / "mlp-cpu.yaml"
 

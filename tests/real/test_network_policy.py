@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import HACK, Cluster, fresh_namespace
-from tests.e2e.operator import install_crds, operator_process
+from tests.operators import install_crds, operator_process
 from tests.real.jobs import (
     MLP,
     apply,

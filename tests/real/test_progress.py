@@ -18,10 +18,9 @@ import pytest
 from t9kjobs.client import Client
 from t9kjobs.models import TrainingProgress
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import container, job, job_logs, mlp
 
-__all__ = ["operator"]  # the fixture, imported for this module
 # Read every second, so that a job of seconds shows more than one value.
 OPERATOR_ARGS = ("--progress-interval", "1")
 

@@ -14,9 +14,8 @@ import pytest
 
 from t9kjobs.client import Client, JobNotFound
 from tests.cluster import REPO, Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 
-__all__ = ["operator"]  # the fixture, imported for this module
 OPERATOR_ARGS = ("--progress-interval", "2")
 
 DOC = REPO / "docs/python.md"

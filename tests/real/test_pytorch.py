@@ -12,7 +12,7 @@ import subprocess
 from typing import Any
 
 from tests.cluster import Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import (
     MLP,
     apply,
@@ -27,8 +27,6 @@ from tests.real.jobs import (
     wait_finished,
     wait_for,
 )
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 KIND = "PyTorchTrainingJob"
 

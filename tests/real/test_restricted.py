@@ -15,10 +15,8 @@ import pytest
 import yaml
 
 from tests.cluster import REPO, Cluster, fresh_namespace
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report
-
-__all__ = ["operator"]  # the fixture, imported for this module
 
 USER = {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
 SSH = {"authMountPath": "/home/trainer/.ssh", "port": 2222}

@@ -17,10 +17,9 @@ from typing import Any
 import yaml
 
 from tests.cluster import REPO, Cluster
-from tests.e2e.operator import OperatorProcess, operator
+from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, events_of, get, job_logs, report
 
-__all__ = ["operator"]  # the fixture, imported for this module
 # The Succeeded Event is routine (its Completed condition says the same): asked for here, so
 # that the real tier proves the flag on a real API server too. Progress is read every 2 s.
 OPERATOR_ARGS = ("--routine-events", "--progress-interval", "2")

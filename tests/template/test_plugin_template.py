@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.cluster import REPO
+
 TEMPLATE = REPO / "examples" / "plugin-template"
 _IGNORED = shutil.ignore_patterns(
     "build", "*.egg-info", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"
