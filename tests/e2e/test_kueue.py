@@ -325,6 +325,8 @@ def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
         for name in pods:
             kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "1"})
         status = kube.wait_phase(low, "Succeeded", timeout=120)
+        # The watch may lag the read that saw the end: the test waits for it to see it too.
+        until(lambda: phases.phases()[-1] == "Succeeded", "the watch seeing low Succeeded")
     seen = phases.phases()
     assert "Queued" in seen[1:] and seen[-1] == "Succeeded", seen
     # An eviction is no failure: no restart counted, no backoff spent.
