@@ -156,8 +156,9 @@ def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
     client: Client, cluster: Cluster, namespace: str
 ) -> None:
     """Two jobs at once (CI time): one SIGKILLed resumes from its newest checkpoint and redoes
-    fewer steps than it saves every; one that hangs is Stalled (floor 20 s) and restarted by
-    its rule `Stalled -> RestartReplica`. Both Succeed."""
+    fewer steps than it saves every; one that hangs is Stalled (floor 20 s), its rank's
+    Python stacks (faulthandler, in its log) kept in its ConfigMap `hangs-stacks`, and then
+    restarted by its rule `Stalled -> RestartReplica`. Both Succeed."""
     volumes = [_claim(cluster, namespace, "ckpt")]
     try:
         names = ["resumes", "hangs"]
@@ -208,6 +209,16 @@ def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
         assert "threshold" in stalled["message"], stalled
         replica = done["hangs"].status.tasks[0].replicas[0]
         assert replica.restart_count == 1, replica
+        kept = json.loads(
+            cluster.kubectl(
+                "get", "configmap", "hangs-stacks", "-n", namespace, "-o", "json"
+            ).stdout
+        )
+        assert kept["metadata"]["ownerReferences"][0]["name"] == "hangs", kept["metadata"]
+        dump = kept["data"]["hangs-master-0"]
+        assert dump.startswith("Timeout (0:00:20)!") and "Thread 0x" in dump, dump
+        assert "in knobs" in dump, dump  # the frame that hangs (mlp.py's test knob)
+        print(f"stacks kept in ConfigMap hangs-stacks:\n{dump}")
         detected = _seconds(stalled["lastTransitionTime"]) - _seconds(last_report)
         print(
             f"hang detected {detected:.1f}s after the last report (threshold 20s):"
