@@ -213,6 +213,12 @@ def _situation(
     stacks = capture(job, before, stalled, observed, pods, pods_by_name, now)
     if stacks.config_map is not None:
         aux = [*aux, stacks.config_map]
+    held = ("ConfigMap", stacks_name(job.name))
+    if held in observed.conflicts:
+        # Another's object of that name costs the stacks (`capture`), never the pods: no pod
+        # uses it, so it holds none back as a name the pods need would.
+        kept = {k: v for k, v in observed.conflicts.items() if k != held}
+        observed = replace(observed, conflicts=kept)
     found = assess(
         pods,
         pods_by_name,

@@ -52,8 +52,14 @@ class ReadSim(Sim):
 
     reading: Reading | None = None
     stacks: Stacks | None = None
+    conflicts: dict[tuple[str, str], str] | None = None
 
     def plan(self) -> Plan:
         job = parse_job(self.manifest, self.manager)
-        observed = Observed(dict(self.objects), progress=self.reading, stacks=self.stacks)
+        observed = Observed(
+            dict(self.objects),
+            conflicts=dict(self.conflicts or {}),
+            progress=self.reading,
+            stacks=self.stacks,
+        )
         return plan(job, observed, self.now, self.manager.hooks_for(job.kind))

@@ -176,3 +176,15 @@ def test_capture_stacks_false_acts_at_once_and_asks_nothing() -> None:
     assert [d.name for d in p.delete] == [W0] and p.capture_stacks == ()
     [event] = [e for e in p.events if e.reason == "Stalled"]
     assert "ConfigMap" not in event.message
+
+
+def test_another_objects_config_map_of_that_name_costs_the_stacks_not_the_restart() -> None:
+    sim = _stalled()
+    sim.conflicts = {CM: "ConfigMap tiny-stacks is controlled by someone else"}
+    p = sim.step()
+    assert [d.name for d in p.delete] == [W0] and p.capture_stacks == ()
+    sim.now = NOW + timedelta(seconds=30)
+    p = sim.step()  # the replacement is created: the name holds no pod back
+    assert [o["metadata"]["name"] for o in p.create if o["kind"] == "Pod"] == [W0]
+    initialized = p.status.condition("Initialized")
+    assert initialized is not None and initialized.status == "True"
