@@ -45,6 +45,8 @@ class Applier:
         self.conflicts = conflicts
         self.creator = creator
         self.mark = mark
+        # Called with `ObjectRef.forced` once a pod is force-deleted (the operator's metric).
+        self.forced: Callable[[str], None] = lambda reason: None
 
     def status(self, cache: Cache, key: JobKey, raw: Obj, status: Obj) -> None:
         """Write the job's status through its status subresource."""
@@ -159,3 +161,5 @@ class Applier:
                 return
             raise
         cache.record_deletion(namespace, ref, answer)
+        if ref.forced is not None:
+            self.forced(ref.forced)

@@ -1,9 +1,11 @@
 """Prometheus metrics of the operator, in a registry of its own (tests can run several).
 
-The restarts and recoveries (`t9kjobs_restarts_total`, `t9kjobs_recovery_seconds`) are
-counted from each job's `status.restartHistory` as a successful status write changes it
-(`count_recoveries`, called by the reconciler): a write that fails counts nothing, so a
-retried reconcile counts its restart once.
+The restarts and recoveries (`t9kjobs_restarts_total`, `t9kjobs_recovery_seconds`, the steps
+they lost, `t9kjobs_steps_lost_total`) are counted from each job's `status.restartHistory` as a
+successful status write changes it (`count_recoveries`, called by the reconciler): a write that
+fails counts nothing, so a retried reconcile counts its restart once. A force deletion is
+counted by the request that made it (`Applier.forced`); the jobs by phase, and the Stalled
+ones, from the cache at scrape time.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from t9kjobs.models import FINISHED_PHASES
 from t9kjobs.planner.history import new_and_recovered
 from t9kjobs.vocabulary import Obj
 
@@ -27,18 +30,41 @@ __all__ = ["RECOVERY_BUCKETS", "Metrics"]
 RECOVERY_BUCKETS = (5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0)
 
 
-class _JobsByPhase(Collector):
-    """`t9kjobs_jobs{kind,phase}`, counted from the informer stores at scrape time."""
+def _stalled(status: Obj) -> bool:
+    """Whether a job's status says it is Stalled (and it has not finished)."""
+    if status.get("phase") in FINISHED_PHASES:
+        return False
+    conditions = status.get("conditions") or []
+    return any(c.get("type") == "Stalled" and c.get("status") == "True" for c in conditions)
 
-    def __init__(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
+
+class _JobsByPhase(Collector):
+    """`t9kjobs_jobs{kind,phase}` and `t9kjobs_stalled_jobs{kind}`, counted from the informer
+    stores (each job as (kind, object)) at scrape time."""
+
+    def __init__(self, source: Callable[[], Iterable[tuple[str, Obj]]]) -> None:
         self._source = source
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        phases: Tally[tuple[str, str]] = Tally()
+        stalled: Tally[str] = Tally()
+        for kind, job in self._source():
+            status = job.get("status") or {}
+            phases[(kind, str(status.get("phase") or "Pending"))] += 1
+            stalled[kind] += _stalled(status)
         family = GaugeMetricFamily(
             "t9kjobs_jobs", "Jobs by kind and phase.", labels=["kind", "phase"]
         )
-        for (kind, phase), n in sorted(Tally(self._source()).items()):
+        for (kind, phase), n in sorted(phases.items()):
             family.add_metric([kind, phase], n)
+        yield family
+        family = GaugeMetricFamily(
+            "t9kjobs_stalled_jobs",
+            "Jobs whose condition Stalled is True (and not finished), by kind.",
+            labels=["kind"],
+        )
+        for kind, n in sorted(stalled.items()):
+            family.add_metric([kind], n)
         yield family
 
 
@@ -104,6 +130,20 @@ class Metrics:
             buckets=RECOVERY_BUCKETS,
             registry=r,
         )
+        self.steps_lost = Counter(
+            "t9kjobs_steps_lost",
+            "Training steps done again after the engine's restarts (from the checkpoint resumed"
+            " from, else from step 0), by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.pods_force_deleted = Counter(
+            "t9kjobs_pods_force_deleted",
+            "Pods force-deleted on a lost node, by reason: NodeLost (a live pod, the job's"
+            " failure), TerminatingOnLostNode (one already Terminating there).",
+            ["reason"],
+            registry=r,
+        )
         self._gc_started = 0.0
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -123,7 +163,8 @@ class Metrics:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
 
-    def watch_jobs(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
+    def watch_jobs(self, source: Callable[[], Iterable[tuple[str, Obj]]]) -> None:
+        """Count the jobs `source` gives (kind, the job as cached) at each scrape."""
         self.registry.register(_JobsByPhase(source))
 
     def count_recoveries(self, kind: str, before: Obj, after: Obj) -> None:
@@ -135,6 +176,9 @@ class Metrics:
         for entry in added:
             labels = (entry.get("reason"), entry.get("action"), entry.get("budget"))
             self.restarts.labels(kind, *map(str, labels)).inc()
+            lost = entry.get("stepsLost")
+            if isinstance(lost, int) and lost > 0:
+                self.steps_lost.labels(kind).inc(lost)
         for entry, seconds in recovered:
             self.recovery_seconds.labels(kind, str(entry.get("reason"))).observe(seconds)
 

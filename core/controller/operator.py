@@ -310,9 +310,7 @@ class Operator:
         self._report(kinds, absent)
         self.metrics.watch_jobs(
             lambda: (
-                (kind, str((o.get("status") or {}).get("phase") or "Pending"))
-                for kind, store in self.cache.job_stores.items()
-                for o in store.all()
+                (kind, o) for kind, store in self.cache.job_stores.items() for o in store.all()
             )
         )
         if not self._serve(kinds, absent):

@@ -24,6 +24,12 @@ job's own (its name and uid): a pod that took its name is never read for the job
 
 A log that cannot be read (a container that has not started, a pod being replaced, a node
 that keeps no logs) is asked for again later, after a wait that doubles up to `MAX_BACKOFF`.
+
+A Stalled job's plan may ask for its ranks' stacks (`Plan.capture_stacks`,
+`t9kjobs.planner.stacks`): this thread reads each pod's log once (its last `STACK_TAIL_LINES`
+lines, `STACK_LIMIT_BYTES` at most), within the same rate, before the progress reads due, keeps
+its last faulthandler dump, and queues the job once every pod is read (`stacks`). What a
+plan stops asking for is dropped.
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import Transport
-from t9kjobs.planner import ProgressSource, Reading
+from t9kjobs.planner import ProgressSource, Reading, Stacks
 from t9kjobs.planner.conditions import parse_time
+from t9kjobs.planner.stacks import MAX_STACK_BYTES, last_dump
 from t9kjobs.progress import Report, latest_report_at, pattern_problem
 from t9kjobs.vocabulary import JobKey
 
@@ -46,6 +53,8 @@ __all__ = [
     "LIMIT_BYTES",
     "MAX_BACKOFF",
     "PARSE_BUDGET",
+    "STACK_LIMIT_BYTES",
+    "STACK_TAIL_LINES",
     "TAIL_LINES",
     "ProgressReader",
     "newest_report",
@@ -59,6 +68,9 @@ MAX_BACKOFF = 600.0
 # Seconds of the reader thread's CPU time one read's parse may take (a log of 200 ordinary
 # lines takes about a millisecond).
 PARSE_BUDGET = 0.1
+# A read for a rank's stacks: faulthandler's dump of a few threads is some 50 lines.
+STACK_TAIL_LINES = 400
+STACK_LIMIT_BYTES = MAX_STACK_BYTES
 
 
 def newest_report(
@@ -109,6 +121,10 @@ class ProgressReader:
         self._failures: dict[JobKey, int] = {}
         self._since: dict[JobKey, str] = {}  # the newest log stamp read, for sinceTime
         self._readings: dict[JobKey, Reading] = {}
+        # Stacks asked for: the pods left to read, what was read (since when), the answers.
+        self._stack_asks: dict[JobKey, list[ProgressSource]] = {}
+        self._stack_reads: dict[JobKey, tuple[datetime, dict[str, str]]] = {}
+        self._stacks: dict[JobKey, Stacks] = {}
 
     # -- what the reconciler says and asks ---------------------------------------------------
 
@@ -130,6 +146,20 @@ class ProgressReader:
         with self._lock:
             return self._readings.get(key)
 
+    def want_stacks(self, key: JobKey, sources: Sequence[ProgressSource]) -> None:
+        """A plan's `capture_stacks`: read these pods' stacks once; empty: none wanted (what
+        was read or asked for is dropped)."""
+        with self._lock:
+            if not sources:
+                self._drop_stacks(key)
+            elif key not in self._stack_reads:
+                self._stack_asks[key] = list(sources)
+                self._stack_reads[key] = (self.wall(), {})
+
+    def stacks(self, key: JobKey) -> Stacks | None:
+        with self._lock:
+            return self._stacks.get(key)
+
     def forget(self, key: JobKey) -> None:
         with self._lock:
             self._drop(key)
@@ -140,6 +170,12 @@ class ProgressReader:
         self._failures.pop(key, None)
         self._since.pop(key, None)
         self._readings.pop(key, None)
+        self._drop_stacks(key)
+
+    def _drop_stacks(self, key: JobKey) -> None:
+        self._stack_asks.pop(key, None)
+        self._stack_reads.pop(key, None)
+        self._stacks.pop(key, None)
 
     def following(self) -> int:
         with self._lock:
@@ -163,6 +199,11 @@ class ProgressReader:
             now = self.clock()
             tokens = min(max(1.0, self.qps), tokens + (now - last) * self.qps)
             last = now
+            for key, source in self.stack_reads(int(tokens)):
+                if stop.is_set():
+                    return
+                tokens -= 1
+                self.read_stacks(key, source)
             for key, source in self.due(now, int(tokens)):
                 if stop.is_set():
                     return
@@ -218,6 +259,46 @@ class ProgressReader:
             if before is not None and before.report.marked and not report.marked:
                 return  # a program that reports leaves its free-form lines unread
             self._readings[key] = reading
+        self.enqueue(key)
+
+    def stack_reads(self, limit: int) -> list[tuple[JobKey, ProgressSource]]:
+        """Up to `limit` pods whose stacks are asked for, taken from the asks."""
+        taken: list[tuple[JobKey, ProgressSource]] = []
+        with self._lock:
+            for key, left in self._stack_asks.items():
+                while left and len(taken) < limit:
+                    taken.append((key, left.pop(0)))
+        return taken
+
+    def read_stacks(self, key: JobKey, source: ProgressSource) -> None:
+        """One pod's last stack dump, or why there is none; the job queued once all are read."""
+        if not self.current(key, source):
+            found = "not read: the pod is not the job's any more\n"
+        else:
+            path = CHILD_RESOURCES["Pod"].path(key.namespace, source.pod, "log")
+            query = {
+                "container": source.container,
+                "tailLines": STACK_TAIL_LINES,
+                "limitBytes": STACK_LIMIT_BYTES,
+            }
+            try:
+                text = b"\n".join(self.api.lines(path, query, timeout=10.0))
+                dump = last_dump(text.decode(errors="replace"))
+                found = dump or (
+                    f"no faulthandler dump in the last {STACK_TAIL_LINES} lines of its log"
+                    " (t9kjobs.progress.report() arms it; docs/python.md)\n"
+                )
+            except Exception as exc:  # an API error, a connection lost
+                found = f"log not read: {str(exc)[:512]}\n"
+        with self._lock:
+            if key not in self._stack_reads:
+                return  # no longer wanted
+            taken_at, read = self._stack_reads[key]
+            read[source.pod] = found
+            if self._stack_asks.get(key):
+                return
+            self._stack_asks.pop(key, None)
+            self._stacks[key] = Stacks(taken_at, dict(read))
         self.enqueue(key)
 
     def _failed(self, key: JobKey, exc: Exception) -> None:

@@ -109,9 +109,14 @@ class Reconciler:
         self.lost_node_seconds = 60.0
         self.conflicts = NameConflicts(api)
         self.apply = Applier(api, self.conflicts, creator)
+        self.apply.forced = self._count_forced
         # The versions the last reconcile of a job read, when it found nothing to do; kept as
         # a hash (a 64-bit int a job, not a tuple of every child's uid and version).
         self._quiet: dict[JobKey, int] = {}
+
+    def _count_forced(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.pods_force_deleted.labels(reason).inc()
 
     # -- the reconcile -----------------------------------------------------------------------
 
@@ -199,6 +204,7 @@ class Reconciler:
         the_plan = self._plan(key, job, held, children, problems)
         if self.progress is not None:
             self.progress.follow(key, the_plan.progress_source)
+            self.progress.want_stacks(key, the_plan.capture_stacks)
         found: Held = {}  # conflicts met by this reconcile's creations
         if the_plan.create and not the_plan.delete:
             # Creations: the status they lead to is the next reconcile's (module docstring).
@@ -238,6 +244,7 @@ class Reconciler:
         self, key: JobKey, job: Job, held: Held, children: list[Obj], problems: list[Problem]
     ) -> Plan:
         reading = self.progress.reading(key) if self.progress is not None else None
+        stacks = self.progress.stacks(key) if self.progress is not None else None
         pods = [c for c in children if c.get("kind") == "Pod"]
         observed = Observed.of(
             children,
@@ -247,6 +254,7 @@ class Reconciler:
             reading,
             nodes=self.nodes.states(pods) if self.nodes is not None else None,
             lost_node_seconds=self.lost_node_seconds,
+            stacks=stacks,
         )
         try:
             return plan(

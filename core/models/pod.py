@@ -19,8 +19,8 @@ anyway, `t9kjobs.objects.new_pod`; refusing says so when the job is submitted):
 * `hostname` and `subdomain` in the templates of a kind whose pods the operator names in the
   job's headless Service, `hostNetwork: true` and `hostPort` where the pods run sshd: the
   templates of those kinds' roles, in `t9kjobs.models.pod_roles`;
-* the operator's Secrets and ConfigMaps (`<job>-ssh`, `<job>-hostfile`) wherever a pod names
-  one, in every template: `t9kjobs.models.pod_refs`;
+* the operator's Secrets and ConfigMaps (`<job>-ssh`, `<job>-hostfile`, `<job>-stacks`)
+  wherever a pod names one, in every template: `t9kjobs.models.pod_refs`;
 * `schedulingGroup` in every template: the gang a pod joins is the operator's to say (the
   `scheduling` feature plugin's own PodGroup, or none), never another job's.
 

@@ -4,11 +4,13 @@ makes for jobs.
 The operator makes, for each DeepSpeedJob and ColossalAIJob, a Secret `<job>-ssh` (the job's
 SSH keys: `authorized_keys` is root ssh into its workers) and a ConfigMap `<job>-hostfile`
 (the hosts its launcher sends its environment to), and mounts a job's own into its pods
-itself. A template that names one can only mean another job's: its pods would read that
-job's keys, even a job created later (a pod waits for a missing Secret, then mounts it). So no
-template of any kind may name a Secret whose name ends in `-ssh` or a ConfigMap whose name ends
-in `-hostfile`, wherever a pod names one (a volume, a projected volume's source, an
-environment variable's `valueFrom`, a container's `envFrom`). The rule is static (names, not
+itself; for a Stalled job of any kind, a ConfigMap `<job>-stacks` (its ranks' Python stacks,
+which show its code and data paths). A template that names one can only mean another job's:
+its pods would read that job's keys, even a job created later (a pod waits for a missing
+Secret, then mounts it). So no template of any kind may name a Secret whose name ends in
+`-ssh` or a ConfigMap whose name ends in `-hostfile` or `-stacks`, wherever a pod names one
+(a volume, a projected volume's source, an environment variable's `valueFrom`, a container's
+`envFrom`). The rule is static (names, not
 what exists), so the API server refuses it at admission (a CEL rule of each reference) as
 `t9kjobs validate` does; its price is that a user's own Secret may not be called
 `github-ssh`, which the message says. docs/security.md, threat 24.
@@ -36,22 +38,31 @@ __all__ = [
 # what the API server estimates each rule costs (a CRD has a budget for all its rules).
 _NAME = 253
 # The endings of the names the operator gives the objects it makes for jobs, by kind.
-OPERATOR_SUFFIXES: dict[str, str] = {"Secret": "-ssh", "ConfigMap": "-hostfile"}
+OPERATOR_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "Secret": ("-ssh",),
+    "ConfigMap": ("-hostfile", "-stacks"),
+}
+_WHAT = {
+    "Secret": "Secret `<job>-ssh` of each DeepSpeedJob and ColossalAIJob, which it mounts into"
+    " that job's own pods itself",
+    "ConfigMap": "ConfigMap `<job>-hostfile` of each DeepSpeedJob and ColossalAIJob, which it"
+    " mounts into that job's own pods itself, and `<job>-stacks`, a Stalled job's stacks",
+}
 
 
 def _message(kind: str) -> str:
-    suffix = OPERATOR_SUFFIXES[kind]
+    endings = " or ".join(f"`{s}`" for s in OPERATOR_SUFFIXES[kind])
     return (
-        f"names a {kind} ending in `{suffix}`: such names are the operator's ({kind} `<job>"
-        f"{suffix}` of each DeepSpeedJob and ColossalAIJob, which it mounts into that job's"
-        f" own pods itself); a template may not name one, as it could only be another job's."
-        f" Give your {kind} a name that does not end in `{suffix}`"
+        f"names a {kind} ending in {endings}: such names are the operator's ({_WHAT[kind]});"
+        f" a template may not name one, as it could only be another job's."
+        f" Give your {kind} a name that does not end in {endings}"
     )
 
 
 def _rule(kind: str, field: str) -> JsonValue:
+    ends = " || ".join(f"self.{field}.endsWith('{s}')" for s in OPERATOR_SUFFIXES[kind])
     return {
-        "rule": f"!has(self.{field}) || !self.{field}.endsWith('{OPERATOR_SUFFIXES[kind]}')",
+        "rule": f"!has(self.{field}) || !({ends})",
         "message": f"`{field}` {_message(kind)}",
         "fieldPath": f".{field}",
         "reason": "FieldValueForbidden",
@@ -93,7 +104,9 @@ class ConfigMapRefShape(_Shape):
     )
 
     name: str | None = Field(
-        default=None, max_length=_NAME, description="The ConfigMap's name; not `*-hostfile`."
+        default=None,
+        max_length=_NAME,
+        description="The ConfigMap's name; not `*-hostfile` or `*-stacks`.",
     )
 
     @field_validator("name")

@@ -301,9 +301,9 @@ class StallDetection(_OneSpelling):
     )
     capture_stacks: bool = Field(
         default=True,
-        description="Keep the stacks the ranks dump (faulthandler) in the ConfigMap"
-        " <job>-stacks when the job is Stalled. Defaults to true. Not built yet: the stacks"
-        " are in the ranks' logs.",
+        description="When the job is Stalled, keep the stacks the ranks dumped to their logs"
+        " (faulthandler) in the ConfigMap <job>-stacks before the action of the rule matching"
+        " Stalled (which waits 60 s at most for them). Defaults to true.",
     )
 
     @model_validator(mode="after")

@@ -4,7 +4,8 @@
 (`situation`): a job that keeps running (`running`), one that stops (`stopping`), the status
 they write (`status`), the pods it wants (`desired`) and how its replicas stand (`replicas`),
 where its pods are placed together (`placement`), its place in a Kueue queue (`queueing`) and
-its training progress (`progress`), the pods it loses with their nodes (`nodes`).
+its training progress (`progress`), the pods it loses with their nodes (`nodes`), a hung
+job's verdict (`stall`) and its ranks' stacks (`stacks`).
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
@@ -19,6 +20,7 @@ from t9kjobs.planner.types import (
     Plan,
     ProgressSource,
     Reading,
+    Stacks,
 )
 
 __all__ = [
@@ -32,5 +34,6 @@ __all__ = [
     "Plan",
     "ProgressSource",
     "Reading",
+    "Stacks",
     "plan",
 ]

@@ -36,6 +36,8 @@ from t9kjobs.planner.types import Event, NodeState, Observed
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
+    "FORCED_LOST",
+    "FORCED_TERMINATING",
     "MAX_AVOIDED_NODES",
     "STUCK_TERMINATING_SECONDS",
     "Lost",
@@ -50,6 +52,10 @@ __all__ = [
     "with_lost_nodes",
 ]
 
+# Why a pod is force-deleted (`ObjectRef.forced`, t9kjobs_pods_force_deleted_total{reason}): a
+# live pod on a lost node, the job's failure; a pod already Terminating there, no kubelet ends.
+FORCED_LOST = "NodeLost"
+FORCED_TERMINATING = "TerminatingOnLostNode"
 # The pods a job creates avoid at most this many of the nodes it lost pods on (the newest).
 MAX_AVOIDED_NODES = 16
 # A pod Terminating on a Ready node this long past its deletionTimestamp + grace is said stuck.
@@ -235,7 +241,7 @@ def with_lost_nodes(changes: Changes, observed: Observed, now: datetime, bound: 
             continue  # forced already: only its finalizers, if any, keep it
         if why is not None:
             if ("Pod", name) not in deleting:
-                deletes.append(deletion(pod, force=True))
+                deletes.append(deletion(pod, force=FORCED_TERMINATING))
                 events.append(Event("Warning", "NodeLost", f"{name} force-deleted: {why.why}"))
             continue
         past = stuck_terminating(pod, observed.nodes, now)

@@ -44,6 +44,7 @@ from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running, stranded_gang
 from t9kjobs.planner.situation import Changes, Situation
+from t9kjobs.planner.stacks import capture, stacks_name
 from t9kjobs.planner.stall import judge, say, stall_of
 from t9kjobs.planner.status import count_ready
 from t9kjobs.planner.stopping import finish, finished, paused
@@ -77,6 +78,7 @@ def plan(
     life = job.spec.lifecycle()
     ts = rfc3339(now)
     source: ProgressSource | None = None
+    asked: tuple[ProgressSource, ...] = ()
     said: list[Event] = []
     if status.finished:
         changes = finished(status, observed, life)
@@ -103,8 +105,10 @@ def plan(
                 changes = _judge(s, status, hooks)
                 if status.phase == "Running":
                     source = progress_source(job, s.pods, s.pods_by_name)
-                    said += say(status, s.stall, ts)
-                    changes = _recheck(changes, s.stall_recheck)
+                    stacks = s.stacks.ask or s.stacks.hold
+                    said += say(status, s.stall, ts, stacks_name(job.name) if stacks else None)
+                    changes = _recheck(_recheck(changes, s.stall_recheck), s.stacks.requeue)
+                    asked = s.stacks.ask
             else:
                 changes = held
                 count_ready(status)
@@ -122,7 +126,7 @@ def plan(
     if said:
         changes = replace(changes, events=(*said, *changes.events))
     built = _built(before, status, changes, observed, now, warnings, routine_events)
-    return replace(built, progress_source=source)
+    return replace(built, progress_source=source, capture_stacks=asked)
 
 
 def _judge(s: Situation, status: JobStatus, hooks: EngineHooks) -> Changes:
@@ -205,6 +209,16 @@ def _situation(
         source = progress_source(job, pods, pods_by_name)
         read = pods_by_name.get(source.pod) if source is not None else None
         stalled, recheck = judge(stall_of(job.spec), status, observed.progress, source, read, now)
+    # The stacks first: the rule's action waits for them (`t9kjobs.planner.stacks`).
+    stacks = capture(job, before, stalled, observed, pods, pods_by_name, now)
+    if stacks.config_map is not None:
+        aux = [*aux, stacks.config_map]
+    held = ("ConfigMap", stacks_name(job.name))
+    if held in observed.conflicts:
+        # Another's object of that name costs the stacks (`capture`), never the pods: no pod
+        # uses it, so it holds none back as a name the pods need would.
+        kept = {k: v for k, v in observed.conflicts.items() if k != held}
+        observed = replace(observed, conflicts=kept)
     found = assess(
         pods,
         pods_by_name,
@@ -214,7 +228,7 @@ def _situation(
         recovery=recovery,
         counted={r.name: r.counted for r in replicas},
         infra_count=status.infrastructure_restart_count or 0,
-        stalled=stalled.pod if stalled is not None else None,
+        stalled=stalled.pod if stalled is not None and not stacks.hold else None,
     )
     return Situation(
         job=job,
@@ -232,6 +246,7 @@ def _situation(
         lost={name: why.why for name, why in lost_now.items()},
         stall=stalled,
         stall_recheck=recheck,
+        stacks=stacks,
     )
 
 

@@ -28,7 +28,7 @@ from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
 from t9kjobs.planner.history import close_recovered, record_restarts
 from t9kjobs.planner.job_restart import waits
-from t9kjobs.planner.nodes import avoid
+from t9kjobs.planner.nodes import FORCED_LOST, avoid
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
 from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
@@ -99,7 +99,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
             events.append(Event("Normal", "Relaunching", f"{desired.name}: its spec changed"))
     for desired, pod in found.restart:
         lost = s.lost.get(desired.name)
-        deletes.append(deletion(pod, force=lost is not None))
+        deletes.append(deletion(pod, force=FORCED_LOST if lost is not None else None))
         if lost is not None:
             events.append(Event("Warning", "NodeLost", f"{desired.name} force-deleted: {lost}"))
         if desired.name in found.job_members:
@@ -253,7 +253,11 @@ def _needs_update(desired: Obj, current: Obj) -> bool:
     if kind == "Secret":
         return False  # generated key material is never rewritten
     if kind == "ConfigMap":
-        return bool(desired.get("data") != current.get("data"))
+        # Its annotations too: the stacks of a later stall may read as the earlier ones.
+        notes = current["metadata"].get("annotations") or {}
+        return desired.get("data") != current.get("data") or not subset(
+            desired["metadata"].get("annotations") or {}, notes
+        )
     return not subset(desired.get("spec"), current.get("spec"))
 
 

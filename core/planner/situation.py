@@ -17,11 +17,14 @@ from datetime import datetime
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.replicas import Assessment
+from t9kjobs.planner.stacks import StackCapture
 from t9kjobs.planner.stall import Stall
 from t9kjobs.planner.types import Event, ObjectRef, Observed, Queued
 from t9kjobs.vocabulary import Obj
 
 __all__ = ["Changes", "Situation"]
+
+_NO_CAPTURE = StackCapture()
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Situation:
     lost: Mapping[str, str] = field(default_factory=dict)
     stall: Stall | None = None  # the Stalled verdict (t9kjobs.planner.stall)
     stall_recheck: float | None = None  # when to judge it again
+    stacks: StackCapture = _NO_CAPTURE  # its ranks' stacks (t9kjobs.planner.stacks)
 
 
 @dataclass(frozen=True)

@@ -123,16 +123,20 @@ def judge(
     return None, _recheck(reading.seen_at + timedelta(seconds=seconds), now, seconds)
 
 
-def say(status: JobStatus, verdict: Stall | None, ts: str) -> list[Event]:
+def say(
+    status: JobStatus, verdict: Stall | None, ts: str, stacks: str | None = None
+) -> list[Event]:
     """The `Stalled` condition: True with a Warning Event when the job stalls (once), False
-    (`Progressing`) once a report newer than the verdict is recorded."""
+    (`Progressing`) once a report newer than the verdict is recorded. `stacks`: the ConfigMap
+    the ranks' stacks go to before any action (`t9kjobs.planner.stacks`), named in the Event."""
     current = status.condition("Stalled")
     stalled = current is not None and current.status == "True"
     if verdict is not None:
         if stalled:
             return []
         set_condition(status, "Stalled", True, "NoProgress", verdict.message, ts)
-        return [Event("Warning", "Stalled", verdict.message)]
+        kept = f"; the ranks' stacks go to ConfigMap {stacks}" if stacks else ""
+        return [Event("Warning", "Stalled", verdict.message + kept)]
     progress = status.progress
     if (
         stalled

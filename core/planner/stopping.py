@@ -44,18 +44,20 @@ def finished(status: JobStatus, observed: Observed, life: Lifecycle) -> Changes:
     return Changes(delete=tuple(cleanup(observed, life, deadline=deadline)))
 
 
-def deletion(obj: Obj, *, force: bool = False) -> ObjectRef:
+def deletion(obj: Obj, *, force: str | None = None) -> ObjectRef:
     """How to delete a child: by its uid, and at once for a pod whose containers all exited
-    or, `force`, for one whose node is lost (`t9kjobs.planner.nodes`: no kubelet will stop
-    it, so a graceful deletion would never end)."""
+    or, `force` (why), for one whose node is lost (`t9kjobs.planner.nodes`: no kubelet will
+    stop it, so a graceful deletion would never end)."""
     meta = obj["metadata"]
-    exited = obj["kind"] == "Pod" and (force or pod_state(obj) in ("Succeeded", "Failed"))
+    pod = obj["kind"] == "Pod"
+    exited = pod and (force is not None or pod_state(obj) in ("Succeeded", "Failed"))
     return ObjectRef(
         str(obj.get("apiVersion", "v1")),
         str(obj["kind"]),
         meta["name"],
         meta.get("uid"),
         0 if exited else None,
+        force if pod else None,
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "ProgressSource",
     "Queued",
     "Reading",
+    "Stacks",
 ]
 
 
@@ -119,6 +120,16 @@ class Reading:
 
 
 @dataclass(frozen=True)
+class Stacks:
+    """The ranks' Python stacks the controller read from their logs for a Stalled job
+    (`t9kjobs.planner.stacks`): by pod name, its last faulthandler dump or why there is none;
+    `taken_at`, when it began reading them (the operator's clock)."""
+
+    taken_at: datetime
+    dumps: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class NodeState:
     """A node as a plan reads it (`t9kjobs.planner.nodes`): whether the cluster still has it,
     its `Ready` condition's status and when that status began, whether it is tainted
@@ -153,6 +164,9 @@ class Observed:
     lost-node detection is off or cannot read nodes: no pod is then lost for a node reason.
     `lost_node_seconds`: how long a node stays not Ready before its pods are lost, where the
     job's `recoveryPolicy.nodeLostAfterSeconds` does not say (the operator's option).
+
+    `stacks`: the ranks' stacks the controller read since a plan asked for them
+    (`Plan.capture_stacks`); None while it has none.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
@@ -162,6 +176,7 @@ class Observed:
     progress: Reading | None = None
     nodes: Mapping[str, NodeState] | None = None
     lost_node_seconds: float = 60.0
+    stacks: Stacks | None = None
 
     @classmethod
     def of(
@@ -174,6 +189,7 @@ class Observed:
         *,
         nodes: Mapping[str, NodeState] | None = None,
         lost_node_seconds: float = 60.0,
+        stacks: Stacks | None = None,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -183,6 +199,7 @@ class Observed:
             progress,
             nodes,
             lost_node_seconds,
+            stacks,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:
@@ -196,13 +213,16 @@ class Observed:
 class ObjectRef:
     """A child to delete; `uid` is a precondition, so a newer object of that name survives.
     `grace_period_seconds` 0 for a pod whose containers have all exited: there is nothing to
-    stop gracefully, and its replacement of the same name can be created at once."""
+    stop gracefully, and its replacement of the same name can be created at once. `forced`:
+    why a pod that may still run is deleted at once (its node is lost: no kubelet would
+    confirm a graceful deletion), counted in `t9kjobs_pods_force_deleted_total`."""
 
     api_version: str
     kind: str
     name: str
     uid: str | None = None
     grace_period_seconds: int | None = None
+    forced: str | None = None
 
 
 @dataclass(frozen=True)
@@ -240,3 +260,6 @@ class Plan:
     # Where the controller reads the progress of a running job (`t9kjobs.planner.progress`);
     # None: it reads none (the job is not running, or has finished).
     progress_source: ProgressSource | None = None
+    # The pods whose logs the controller reads for a Stalled job's stacks, and hands over as
+    # `Observed.stacks` (`t9kjobs.planner.stacks`); empty: none wanted (any read is dropped).
+    capture_stacks: Sequence[ProgressSource] = ()

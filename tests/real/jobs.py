@@ -23,6 +23,7 @@ __all__ = [
     "Done",
     "apply",
     "assert_trained",
+    "claim_volume",
     "container",
     "done_lines",
     "events_of",
@@ -189,3 +190,37 @@ def assert_trained(logs: dict[str, str], world: int, what: str) -> list[Done]:
 def mlp(*args: str) -> list[str]:
     """The argv of the training example with ``args``."""
     return ["python3", MLP, *args]
+
+
+def claim_volume(cluster: Cluster, namespace: str, claim: str) -> str:
+    """The PersistentVolumeClaim `claim`, bound to a hostPath volume of its own (the real node
+    has no provisioner); the volume's name, to delete after the test."""
+    name = f"{claim}-{namespace}"[:63]
+    folder = f"/tmp/t9kjobs-checkpoints/{namespace}/{claim}"
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": "",
+            "hostPath": {"path": folder, "type": "DirectoryOrCreate"},
+            "claimRef": {"namespace": namespace, "name": claim},
+        },
+    }
+    bound = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    for doc in (volume, bound):
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
+    return name

@@ -1,6 +1,8 @@
 """DeepSpeedJob trains for real in each form of `config`: `run.module` and `customCommand` (the
 `run.python` form is the runnable example examples/deepspeedjob/mlp-cpu.yaml, trained by
-test_training.py), and in debug mode by the launch command run by hand on worker-0.
+test_training.py), and in debug mode by the launch command run by hand on worker-0; one whose
+ranks are SIGKILLed resumes from DeepSpeed's own checkpoint (`save_checkpoint` /
+`load_checkpoint` under `spec.checkpoint`, docs/lifecycle.md "Checkpoints").
 
 Every form goes the same way: worker-0 waits for every worker's sshd, writes the env file, and
 DeepSpeed's launcher reaches the workers with pdsh over ssh (the job's own key) through the
@@ -10,6 +12,7 @@ generated hostfile; the script trains through `deepspeed.initialize` on CPU (glo
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests.cluster import Cluster
@@ -18,7 +21,9 @@ from tests.real.jobs import (
     MLP,
     apply,
     assert_trained,
+    claim_volume,
     container,
+    done_lines,
     events_of,
     job_logs,
     pods_of,
@@ -26,6 +31,10 @@ from tests.real.jobs import (
     wait_finished,
     wait_for,
 )
+
+# Progress read every second: the checkpoint a restart resumes from is the newest one read, so
+# that ds-resumes redoes fewer steps than it saves every (as tests/real/test_progress.py).
+OPERATOR_ARGS = ("--progress-interval", "1")
 
 KIND = "DeepSpeedJob"
 
@@ -65,7 +74,49 @@ def test_the_module_and_custom_command_forms_train_over_pdsh(
             "customCommand": f"deepspeed --hostfile=/t9k/hostfile {MLP} --deepspeed --steps=150",
         },
     )
-    apply(cluster, namespace, module, custom)
+    # Beside them (CI time): ranks that SIGKILL themselves 8 s into the first incarnation; the
+    # launcher fails, worker-0 is restarted and every rank resumes from the newest checkpoint.
+    train = ["--steps=200", "--sleep=0.1", "--log-every=10", "--checkpoint-every=10"]
+    knobs = ["--kill-after=8", "--kill-incarnation=0"]
+    resumes = dsj(
+        "ds-resumes",
+        2,
+        {"run": {"python": [MLP, "--deepspeed", *train, *knobs]}},
+        checkpoint={"path": "/ckpt", "claimName": "ckpt", "gracePeriodSeconds": 30},
+    )
+    resumes["spec"]["worker"]["restartPolicy"] = "OnFailure"
+    volume = claim_volume(cluster, namespace, "ckpt")
+    try:
+        apply(cluster, namespace, module, custom, resumes)
+        _forms_trained(cluster, namespace)
+        _resumed(cluster, namespace, "ds-resumes")
+    finally:
+        cluster.kubectl("delete", "pv", volume, "--wait=false", check=False)
+
+
+def _resumed(cluster: Cluster, namespace: str, name: str) -> None:
+    """Succeeded in its second incarnation, every rank resumed by `load_checkpoint` from the
+    checkpoint recorded (the step is the one `save_checkpoint` kept in its client state),
+    having redone fewer steps than it saves every."""
+    final = wait_finished(cluster, namespace, KIND, name)
+    logs = job_logs(cluster, namespace, name)
+    assert final["status"]["phase"] == "Succeeded", f"{name}\n{report(final, logs)}"
+    saved = final["status"].get("checkpoint") or {}
+    launcher = logs[f"{name}-worker-0"]
+    # pdsh prefixes each rank's lines with its host
+    resumed = re.findall(r"resume rank=(\d+) from=(\S+) step=(\d+) redone=(\d+)$", launcher, re.M)
+    done = done_lines(launcher)
+    print(f"\nDeepSpeedJob resumed (rank, from, step, redone): {resumed}; {done}; {saved}")
+    assert str(saved.get("path", "")).startswith("/ckpt/step-"), final["status"]
+    assert sorted(r[0] for r in resumed) == ["0", "1"], launcher[-3000:]
+    assert all(r[1] == f"/ckpt/step-{r[2]}" and int(r[2]) > 0 for r in resumed), resumed
+    assert all(0 <= int(r[3]) < 10 for r in resumed), resumed
+    # Trained on to the end from there, every rank in sync (its loss starts low: no 10x drop).
+    assert sorted(d.rank for d in done) == [0, 1] and {d.world for d in done} == {2}, done
+    assert all(d.in_sync for d in done), done
+
+
+def _forms_trained(cluster: Cluster, namespace: str) -> None:
     for name, world, hint in (("ds-module", 2, "--module"), ("ds-custom", 4, "customCommand")):
         final = wait_finished(cluster, namespace, KIND, name)
         logs = job_logs(cluster, namespace, name)

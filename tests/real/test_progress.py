@@ -19,7 +19,7 @@ from t9kjobs.client import Client
 from t9kjobs.models import TrainingProgress
 from tests.cluster import Cluster
 from tests.operators import OperatorProcess
-from tests.real.jobs import container, job, job_logs, mlp
+from tests.real.jobs import claim_volume, container, job, job_logs, mlp
 
 # Read every second, so that a job of seconds shows more than one value.
 OPERATOR_ARGS = ("--progress-interval", "1")
@@ -96,40 +96,6 @@ COMPARE = "T9KJOBS_COMPARE_CHECKPOINTS"
 TRAIN = ("--steps=300", "--sleep=0.1", "--log-every=10")
 
 
-def _claim(cluster: Cluster, namespace: str, claim: str) -> str:
-    """The PersistentVolumeClaim `claim`, bound to a hostPath volume of its own (the real node
-    has no provisioner); the volume's name, to delete after the test."""
-    name = f"{claim}-{namespace}"[:63]
-    folder = f"/tmp/t9kjobs-checkpoints/{namespace}/{claim}"
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Delete",
-            "storageClassName": "",
-            "hostPath": {"path": folder, "type": "DirectoryOrCreate"},
-            "claimRef": {"namespace": namespace, "name": claim},
-        },
-    }
-    bound = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": claim, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "",
-            "volumeName": name,
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
-    for doc in (volume, bound):
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
-    return name
-
-
 def _killed(name: str, claim: str, *extra: str) -> dict[str, Any]:
     """A job that SIGKILLs itself 8 s into its first incarnation (exit 137: ExitCode restarts
     it), its checkpoint folder on `claim` (saving in it when `extra` says so)."""
@@ -155,9 +121,10 @@ def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
     client: Client, cluster: Cluster, namespace: str
 ) -> None:
     """Two jobs at once (CI time): one SIGKILLed resumes from its newest checkpoint and redoes
-    fewer steps than it saves every; one that hangs is Stalled (floor 20 s) and restarted by
-    its rule `Stalled -> RestartReplica`. Both Succeed."""
-    volumes = [_claim(cluster, namespace, "ckpt")]
+    fewer steps than it saves every; one that hangs is Stalled (floor 20 s), its rank's
+    Python stacks (faulthandler, in its log) kept in its ConfigMap `hangs-stacks`, and then
+    restarted by its rule `Stalled -> RestartReplica`. Both Succeed."""
+    volumes = [claim_volume(cluster, namespace, "ckpt")]
     try:
         names = ["resumes", "hangs"]
         client.create(_killed("resumes", "ckpt", "--checkpoint-every=10"))
@@ -170,7 +137,7 @@ def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
         client.create(hang)
         if os.environ.get(COMPARE):
             names.append("no-checkpoints")
-            volumes.append(_claim(cluster, namespace, "scratch"))
+            volumes.append(claim_volume(cluster, namespace, "scratch"))
             client.create(_killed("no-checkpoints", "scratch"))
         last_report = ""
         stalled: dict[str, Any] = {}
@@ -207,6 +174,16 @@ def test_a_killed_job_resumes_from_its_checkpoint_and_a_hung_one_is_restarted(
         assert "threshold" in stalled["message"], stalled
         replica = done["hangs"].status.tasks[0].replicas[0]
         assert replica.restart_count == 1, replica
+        kept = json.loads(
+            cluster.kubectl(
+                "get", "configmap", "hangs-stacks", "-n", namespace, "-o", "json"
+            ).stdout
+        )
+        assert kept["metadata"]["ownerReferences"][0]["name"] == "hangs", kept["metadata"]
+        dump = kept["data"]["hangs-master-0"]
+        assert dump.startswith("Timeout (0:00:20)!") and "Thread 0x" in dump, dump
+        assert "in knobs" in dump, dump  # the frame that hangs (mlp.py's test knob)
+        print(f"stacks kept in ConfigMap hangs-stacks:\n{dump}")
         detected = _seconds(stalled["lastTransitionTime"]) - _seconds(last_report)
         print(
             f"hang detected {detected:.1f}s after the last report (threshold 20s):"

@@ -99,6 +99,12 @@ FOREIGN: list[tuple[str, Obj, str, str]] = [
         "`name` names a ConfigMap ending in `-hostfile`",
     ),
     (
+        "stacks-volume",
+        {"volumes": [{"name": "stacks", "configMap": {"name": "victim-stacks"}}]},
+        "volumes[0].configMap.name",
+        "`name` names a ConfigMap ending in `-hostfile` or `-stacks`",
+    ),
+    (
         "projected-secret",
         {"volumes": [{"name": "p", "projected": {"sources": [{"secret": {"name": SECRET}}]}}]},
         "volumes[0].projected.sources[0].secret.name",

@@ -20,8 +20,10 @@ def served(metrics: Metrics) -> set[str]:
 
 def test_the_doc_lists_every_metric_the_operator_serves() -> None:
     metrics = Metrics()
-    metrics.watch_jobs(lambda: [("GenericJob", "Running")])
+    metrics.watch_jobs(lambda: [("GenericJob", {"status": {"phase": "Running"}})])
     metrics.gc_seconds.labels("2").inc(0)  # a labelled family shows once it has a child
+    metrics.steps_lost.labels("GenericJob").inc(0)
+    metrics.pods_force_deleted.labels("NodeLost").inc(0)
     metrics.reconciles.labels("GenericJob", "ok").inc()
     metrics.reconcile_errors.labels("GenericJob", "conflict").inc()
     metrics.reconcile_seconds.labels("GenericJob").observe(0.1)
@@ -30,6 +32,31 @@ def test_the_doc_lists_every_metric_the_operator_serves() -> None:
     doc = (REPO / "docs" / "observability.md").read_text()
     listed = set(re.findall(r"^\| `(t9kjobs_[a-z_]+)`", doc, re.MULTILINE))
     assert listed == served(metrics)
+
+
+def _stalled(phase: str, stalled: str | None) -> dict[str, object]:
+    conditions = [{"type": "Stalled", "status": stalled}] if stalled else []
+    return {"status": {"phase": phase, "conditions": conditions}}
+
+
+def test_stalled_jobs_are_counted_by_kind_from_the_cache_at_scrape_time() -> None:
+    metrics = Metrics()
+    jobs = [
+        ("GenericJob", _stalled("Running", "True")),
+        ("GenericJob", _stalled("Running", "True")),
+        ("GenericJob", _stalled("Running", "False")),  # reported again: Progressing
+        ("GenericJob", _stalled("Failed", "True")),  # finished: no longer hung
+        ("DeepSpeedJob", _stalled("Running", None)),
+        ("DeepSpeedJob", {}),  # no status yet: Pending
+    ]
+    metrics.watch_jobs(lambda: jobs)
+    sample = metrics.registry.get_sample_value
+    assert sample("t9kjobs_stalled_jobs", {"kind": "GenericJob"}) == 2
+    assert sample("t9kjobs_stalled_jobs", {"kind": "DeepSpeedJob"}) == 0
+    assert sample("t9kjobs_jobs", {"kind": "GenericJob", "phase": "Running"}) == 3
+    assert sample("t9kjobs_jobs", {"kind": "DeepSpeedJob", "phase": "Pending"}) == 1
+    jobs.pop(0)  # counted again at the next scrape
+    assert sample("t9kjobs_stalled_jobs", {"kind": "GenericJob"}) == 1
 
 
 def test_the_collectors_time_is_counted_by_generation_while_timed() -> None:

@@ -15,6 +15,8 @@ import pytest
 from t9kjobs.controller.progress import (
     LIMIT_BYTES,
     MAX_BACKOFF,
+    STACK_LIMIT_BYTES,
+    STACK_TAIL_LINES,
     TAIL_LINES,
     ProgressReader,
     newest_report,
@@ -312,3 +314,58 @@ def test_a_reading_says_when_it_was_first_seen_and_last_looked_for() -> None:
     newer = reader.reading(KEY)
     assert newer is not None and newer.seen_at == newer.read_at == wall[0]
     assert queued == [KEY, KEY]
+
+
+def test_stacks_asked_for_are_read_once_within_the_rate_and_handed_over() -> None:
+    """Each pod's log once (a token each), its last dump or why none; the job queued once
+    all are read; asking again reads nothing more; a plan that asks nothing drops them."""
+    api, queued, clock = FakeApi(), [], Clock()
+    wall = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
+    reader = _reader(api, queued, clock, wall=lambda: wall)
+    w1 = ProgressSource("mlp-worker-1", "uid-1", "trainer", "worker-1")
+    api.logs[LOG] = [
+        "step 40",
+        "Timeout (0:00:20)!",
+        "Thread 0x00007f1 (most recent call first):",
+        '  File "/app/mlp.py", line 88 in hang',
+        "after",
+    ]
+    api.logs[LOG.replace("worker-0", "worker-1")] = RuntimeError("container not found")
+    reader.want_stacks(KEY, [SOURCE, w1])
+    [(key, first)] = reader.stack_reads(1)
+    reader.read_stacks(key, first)
+    assert reader.stacks(KEY) is None and queued == []
+    assert api.asked == [
+        (
+            LOG,
+            {
+                "container": "trainer",
+                "tailLines": STACK_TAIL_LINES,
+                "limitBytes": STACK_LIMIT_BYTES,
+            },
+        )
+    ]
+    [(key, second)] = reader.stack_reads(5)
+    reader.read_stacks(key, second)
+    stacks = reader.stacks(KEY)
+    assert stacks is not None and stacks.taken_at == wall and queued == [KEY]
+    assert stacks.dumps == {
+        "mlp-worker-0": "Timeout (0:00:20)!\nThread 0x00007f1 (most recent call first):\n"
+        '  File "/app/mlp.py", line 88 in hang\n',
+        "mlp-worker-1": "log not read: container not found\n",
+    }
+    reader.want_stacks(KEY, [SOURCE, w1])  # the next plans ask until they keep them
+    assert reader.stack_reads(5) == [] and reader.stacks(KEY) == stacks
+    reader.want_stacks(KEY, [])
+    assert reader.stacks(KEY) is None
+
+
+def test_stacks_of_a_pod_that_is_not_the_jobs_are_not_read() -> None:
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock, current=lambda key, source: False)
+    reader.want_stacks(KEY, [SOURCE])
+    [(key, source)] = reader.stack_reads(1)
+    reader.read_stacks(key, source)
+    stacks = reader.stacks(KEY)
+    assert api.asked == [] and stacks is not None
+    assert stacks.dumps == {"mlp-worker-0": "not read: the pod is not the job's any more\n"}

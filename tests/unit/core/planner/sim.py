@@ -6,7 +6,7 @@ from __future__ import annotations
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
-from t9kjobs.planner import Observed, Plan, Reading, plan
+from t9kjobs.planner import Observed, Plan, Reading, Stacks, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
@@ -47,11 +47,19 @@ class Sim:
 
 
 class ReadSim(Sim):
-    """A Sim whose plans see a progress reading, as the controller hands it over."""
+    """A Sim whose plans see a progress reading and the ranks' stacks, as the controller
+    hands them over."""
 
     reading: Reading | None = None
+    stacks: Stacks | None = None
+    conflicts: dict[tuple[str, str], str] | None = None
 
     def plan(self) -> Plan:
         job = parse_job(self.manifest, self.manager)
-        observed = Observed(dict(self.objects), progress=self.reading)
+        observed = Observed(
+            dict(self.objects),
+            conflicts=dict(self.conflicts or {}),
+            progress=self.reading,
+            stacks=self.stacks,
+        )
         return plan(job, observed, self.now, self.manager.hooks_for(job.kind))

@@ -104,8 +104,10 @@ def test_intervals_are_kept_from_reports_that_advanced_16_at_most() -> None:
     assert status.progress is not None and status.progress.recent_intervals == [10.0] * 16
 
 
-def _job(rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    policy: dict[str, Any] = {"stall": {"floorSeconds": 20, "factor": 3}}
+def _job(rules: list[dict[str, Any]] | None = None, stacks: bool = True) -> dict[str, Any]:
+    """A one-worker job judged Stalled after 20 s; `stacks`: captureStacks (test_stacks.py
+    holds the action until they are kept)."""
+    policy: dict[str, Any] = {"stall": {"floorSeconds": 20, "factor": 3, "captureStacks": stacks}}
     if rules is not None:
         policy["rules"] = rules
     return tiny_job(replicas=1, restart="Never", recoveryPolicy=policy)
@@ -141,7 +143,7 @@ def test_default_stalled_is_the_condition_only_and_a_newer_report_ends_it() -> N
 
 
 def test_rule_restart_replica_restarts_the_replica_read_once_and_it_starts_over() -> None:
-    sim = _running(_job([{"onReasons": ["Stalled"], "action": "RestartReplica"}]))
+    sim = _running(_job([{"onReasons": ["Stalled"], "action": "RestartReplica"}], stacks=False))
     sim.reading = _reading(-2, 0, 25)
     p = sim.step()
     assert [d.name for d in p.delete] == [W0]
@@ -164,7 +166,7 @@ def test_rule_restart_replica_restarts_the_replica_read_once_and_it_starts_over(
 
 def test_a_restart_decided_but_not_applied_is_applied_once() -> None:
     """The status with the count was written, the operator died before the deletion."""
-    sim = _running(_job([{"onReasons": ["Stalled"], "action": "RestartReplica"}]))
+    sim = _running(_job([{"onReasons": ["Stalled"], "action": "RestartReplica"}], stacks=False))
     sim.reading = _reading(-2, 0, 25)
     p = sim.plan()
     sim.manifest["status"] = p.status.model_dump(by_alias=True, exclude_none=True)
