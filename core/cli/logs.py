@@ -1,6 +1,6 @@
 """`t9kjobs logs KIND/NAME [REPLICA | --all] [-f] [--since D] [--tail N]`: a job's logs by replica.
 
-What it prints is `t9kjobs.client.logs` (also `Client.logs`): one replica's log (default the
+What it prints is `t9kjobs.client.job_logs` (also `Client.logs`): one replica's log (default the
 deciding one: master-0, launcher, worker-0) or every replica's interleaved by time, each line
 prefixed with `[replica]`; `-f` follows across the replica's restarts until the job finishes.
 The client's notes (a new pod after a restart, a pod gone) go to standard error with `--all`.
@@ -15,7 +15,7 @@ import sys
 from t9kjobs.cli.cluster import add_cluster_arguments, connect
 from t9kjobs.cli.completion import complete_job, complete_replica
 from t9kjobs.client.errors import ClientError
-from t9kjobs.client.logs import JobLogs, LogLine
+from t9kjobs.client.job_logs import JobLogs, LogLine
 from t9kjobs.client.reader import JobRef
 from t9kjobs.manager import PluginManager
 

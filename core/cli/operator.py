@@ -13,10 +13,10 @@ __all__ = ["add_operator_parser"]
 
 def _run(args: argparse.Namespace, manager: PluginManager) -> int:
     # Imported here: the CLI's offline commands must not pay for the controller's imports.
-    from t9kjobs.controller.logs import configure_logging
     from t9kjobs.controller.operator import Operator
     from t9kjobs.controller.options import Options
     from t9kjobs.controller.startup import StartupError
+    from t9kjobs.controller.structured_logs import configure_logging
 
     if not args.network_policy and (
         args.network_policy_allow_namespace or args.network_policy_allow_pods

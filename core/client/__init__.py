@@ -32,7 +32,7 @@ from t9kjobs.client.errors import (
     UnknownKind,
     WaitTimeout,
 )
-from t9kjobs.client.logs import LogLine
+from t9kjobs.client.job_logs import LogLine
 
 __all__ = [
     "ApiFailure",

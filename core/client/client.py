@@ -32,7 +32,7 @@ from t9kjobs.client.errors import (
     NoCluster,
     WaitTimeout,
 )
-from t9kjobs.client.logs import JobLogs, LogLine
+from t9kjobs.client.job_logs import JobLogs, LogLine
 from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind, uid_of
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.resources import job_resource

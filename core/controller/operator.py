@@ -37,7 +37,7 @@ from t9kjobs.controller.marks import KEY_SECRET, Marks, load_marks
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.nodes import NodeWatch, node_of
 from t9kjobs.controller.options import Options
-from t9kjobs.controller.progress import ProgressReader
+from t9kjobs.controller.progress_reader import ProgressReader
 from t9kjobs.controller.reconciler import Reconciler
 from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
 from t9kjobs.controller.threads import Supervisor

@@ -59,7 +59,7 @@ class Options:
     # Queueing made mandatory (namespaces, a default LocalQueue) and what Kueue is known to
     # count (t9kjobs.settings.KueuePolicy): only with `kueue` auto.
     kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
-    # Training progress read from running jobs' logs (t9kjobs.controller.progress): a job at
+    # Training progress read from running jobs' logs (t9kjobs.controller.progress_reader): a job at
     # most once every progress_interval seconds, all jobs together at most progress_qps reads
     # a second (0: progress is not read).
     progress_interval: float = 30.0

@@ -41,7 +41,7 @@ from t9kjobs.controller.failing import CannotHandle, ChildRejected
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.nodes import NodeWatch
 from t9kjobs.controller.ownership import Held, NameConflicts
-from t9kjobs.controller.progress import ProgressReader
+from t9kjobs.controller.progress_reader import ProgressReader
 from t9kjobs.controller.result import AT_ONCE, DONE, Result
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.transport import ApiError, Transport

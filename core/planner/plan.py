@@ -39,7 +39,7 @@ from t9kjobs.planner.conditions import first_created, parse_time, rfc3339, stand
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue
 from t9kjobs.planner.nodes import as_lost, bound_of, lost, lost_pods, remember_lost, with_lost_nodes
-from t9kjobs.planner.progress import complete_progress, progress_source, record_progress
+from t9kjobs.planner.progress_status import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
 from t9kjobs.planner.running import running, stranded_gang

@@ -2,7 +2,7 @@
 
 A job that reports progress and then stops reporting is hung, or far slower than it was: a
 rank blocked in a collective, a deadlock, a file system that stopped answering. The engine
-cannot see the ranks; it sees the reports (`t9kjobs.planner.progress`), so that is what it
+cannot see the ranks; it sees the reports (`t9kjobs.planner.progress_status`), so that is what it
 judges by.
 
 * **Threshold** `T = max(factor x median(recentIntervals), floorSeconds)`: the intervals are

@@ -158,7 +158,7 @@ class Observed:
     them; None elsewhere.
 
     `progress`: the newest progress report the controller read from the job's log since the
-    operator started (`t9kjobs.planner.progress`); None when it read none.
+    operator started (`t9kjobs.planner.progress_status`); None when it read none.
 
     `nodes`: the nodes the job's pods name, by name (`t9kjobs.planner.nodes`); None when
     lost-node detection is off or cannot read nodes: no pod is then lost for a node reason.
@@ -257,7 +257,7 @@ class Plan:
     # A new job's first status may wait this many seconds more, to be folded into the one its
     # running pods bring (`t9kjobs.planner.plan`); None: it is written now if it changed.
     status_due_in: float | None = None
-    # Where the controller reads the progress of a running job (`t9kjobs.planner.progress`);
+    # Where the controller reads the progress of a running job (`t9kjobs.planner.progress_status`);
     # None: it reads none (the job is not running, or has finished).
     progress_source: ProgressSource | None = None
     # The pods whose logs the controller reads for a Stalled job's stacks, and hands over as

@@ -1,4 +1,4 @@
-"""The progress reader (`t9kjobs.controller.progress`): what it asks the API server for, how
+"""The progress reader (`t9kjobs.controller.progress_reader`): what it asks the API server for, how
 often, and what it hands to the next plan; the API swapped for a recording fake."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.controller.progress import (
+from t9kjobs.controller.progress_reader import (
     LIMIT_BYTES,
     MAX_BACKOFF,
     STACK_LIMIT_BYTES,

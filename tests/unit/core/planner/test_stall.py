@@ -11,7 +11,7 @@ from t9kjobs.models import JobStatus, TrainingProgress
 from t9kjobs.models.recovery import StallDetection
 from t9kjobs.objects import ANNOTATION_INCARNATION, find_container
 from t9kjobs.planner import ProgressSource, Reading
-from t9kjobs.planner.progress import record_progress
+from t9kjobs.planner.progress_status import record_progress
 from t9kjobs.planner.stall import judge, threshold
 from t9kjobs.progress import Report
 from tests.unit.conftest import NOW

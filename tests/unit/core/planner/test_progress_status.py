@@ -1,4 +1,4 @@
-"""A job's progress in its status (`t9kjobs.planner.progress`): written from the controller's
+"""A job's progress in its status (`t9kjobs.planner.progress_status`): written from the controller's
 readings, estimated from the pace between reports, frozen when the job fails, 100 percent when
 it succeeds; and read from the deciding replica while the job runs."""
 
@@ -9,7 +9,11 @@ from datetime import timedelta
 from t9kjobs.loading import parse_job
 from t9kjobs.models import JobStatus, TrainingProgress
 from t9kjobs.planner import Observed, Plan, ProgressSource, Reading, plan
-from t9kjobs.planner.progress import MAX_REMAINING_SECONDS, complete_progress, record_progress
+from t9kjobs.planner.progress_status import (
+    MAX_REMAINING_SECONDS,
+    complete_progress,
+    record_progress,
+)
 from t9kjobs.progress import INT64_MAX, Report
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim

@@ -2,9 +2,9 @@
 followed across restarts. `Client.logs` and `t9kjobs logs` are this module.
 
 A replica is named as in `describe` (`worker-1`, `master-0`, `launcher`; `worker` is
-`worker-0`); without one, the deciding replica (master-0, launcher, worker-0). The container is
-the one that trains (the plugin knows which), unless another is named. All replicas at once
-interleave their lines by time.
+`worker-0`); without one, the deciding replica (master-0, launcher, worker-0). The container
+is the one that trains (the operator marks it on the pod), unless another is named. All
+replicas at once interleave their lines by time.
 
 Following a replica follows it across its restarts: the operator restarts a replica by
 deleting its pod and creating a new one of the same name, so when a pod's log ends the follower
