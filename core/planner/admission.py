@@ -21,13 +21,13 @@ from typing import Literal
 from t9kjobs.kinds import ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus, recovery_of
 from t9kjobs.objects import DesiredPod
+from t9kjobs.planner.children import deletion, subset
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.placement import placement_objects
 from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
 from t9kjobs.planner.rules import kueue_rule
-from t9kjobs.planner.running import subset
 from t9kjobs.planner.situation import Changes
-from t9kjobs.planner.stopping import deletion, shown_deleted
+from t9kjobs.planner.status import shown_deleted
 from t9kjobs.planner.types import Event, Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     WORKLOAD,

@@ -29,8 +29,8 @@ from datetime import datetime
 
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
+from t9kjobs.planner.children import pod_state
 from t9kjobs.planner.conditions import parse_time
-from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.types import ObjectRef
 from t9kjobs.vocabulary import Obj
 

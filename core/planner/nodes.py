@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from t9kjobs.models.recovery import RecoveryPolicy
+from t9kjobs.planner.children import deletion
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.planner.situation import Changes
-from t9kjobs.planner.stopping import deletion
 from t9kjobs.planner.types import Event, NodeState, Observed
 from t9kjobs.vocabulary import Obj
 

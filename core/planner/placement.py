@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
+from t9kjobs.planner.children import pod_state
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, stranded
-from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
 

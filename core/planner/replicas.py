@@ -25,25 +25,18 @@ from t9kjobs.models import RETRYABLE_EXIT_CODES, Lifecycle, ReplicaStatus, Resta
 from t9kjobs.models.recovery import RecoveryPolicy
 from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, DesiredPod, Obj, spec_hash
 from t9kjobs.planner.budgets import Budgets, counted_floor
+from t9kjobs.planner.children import pod_state
 from t9kjobs.planner.failures import Failure, classify, exit_code_of, exit_of
 from t9kjobs.planner.job_restart import COMPLETED, STOPPING, incarnation, restart_whole_job
 from t9kjobs.planner.rules import RESTART_POLICY, Decision, decide
 
-__all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "pod_state", "remembered"]
+__all__ = ["Assessment", "assess", "exit_code_of", "exit_of", "remembered"]
 
 
 # Marks a pod `remembered` made from the status (no API object has this key): a replica that
 # ended for good was judged by the recovery rules when it ended, and is never judged again
 # from what the status kept of it (not its conditions).
 REMEMBERED = "t9kjobsRemembered"
-
-
-def pod_state(pod: Obj | None) -> str:
-    if pod is None:
-        return "Creating"
-    if pod["metadata"].get("deletionTimestamp"):
-        return "Deleted"
-    return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
 def _ended(

@@ -9,7 +9,6 @@ which object holds which name, and the job is looked at again every `CONFLICT_RE
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import (
@@ -23,6 +22,7 @@ from t9kjobs.objects import (
     spec_hash,
 )
 from t9kjobs.planner.checkpoints import resume_values, resumed_from
+from t9kjobs.planner.children import deletion, pod_state, subset
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
@@ -30,14 +30,12 @@ from t9kjobs.planner.history import close_recovered, record_restarts
 from t9kjobs.planner.job_restart import waits
 from t9kjobs.planner.nodes import FORCED_LOST, avoid
 from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
-from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
-from t9kjobs.planner.stopping import deletion
 from t9kjobs.planner.types import Event, ObjectRef
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "stranded_gang", "subset"]
+__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "stranded_gang"]
 
 # While a name the job needs is held by another object, look again this often.
 CONFLICT_RETRY_SECONDS = 10.0
@@ -259,20 +257,6 @@ def _needs_update(desired: Obj, current: Obj) -> bool:
             desired["metadata"].get("annotations") or {}, notes
         )
     return not subset(desired.get("spec"), current.get("spec"))
-
-
-def subset(want: Any, have: Any) -> bool:
-    """Whether `have` holds everything of `want` (the API server adds defaults to what the
-    operator wrote: those do not make a difference)."""
-    if isinstance(want, dict):
-        return isinstance(have, dict) and all(subset(v, have.get(k)) for k, v in want.items())
-    if isinstance(want, list):
-        return (
-            isinstance(have, list)
-            and len(want) == len(have)
-            and all(subset(w, h) for w, h in zip(want, have, strict=True))
-        )
-    return bool(want == have)
 
 
 def conflict_message(conflicts: Mapping[tuple[str, str], str]) -> str | None:

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.models import Aggregate, ContainerStatus, JobStatus, ReplicaStatus, TaskStatus
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, ENV_LAUNCH_COMMAND, DesiredPod
+from t9kjobs.planner.children import pod_state
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.placement import placement
-from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Situation
 from t9kjobs.vocabulary import Obj
 
@@ -21,6 +21,7 @@ __all__ = [
     "count_ready",
     "phase_and_conditions",
     "replica_failure",
+    "shown_deleted",
     "write_replicas",
 ]
 
@@ -185,3 +186,11 @@ def replica_failure(status: JobStatus, states: list[ReplicaState], ts: str) -> N
         set_condition(status, "ReplicaFailure", True, "ReplicaFailed", message, ts)
     elif status.condition("ReplicaFailure") is not None:
         set_condition(status, "ReplicaFailure", False, "NoFailure", "no replica is failing", ts)
+
+
+def shown_deleted(status: JobStatus) -> None:
+    """Every replica shown Deleted, with no pod: the job has none for now (paused, queued)."""
+    status.aggregate = Aggregate(deleted=sum(len(t.replicas) for t in status.tasks))
+    for task in status.tasks:
+        for replica in task.replicas:
+            replica.phase, replica.uid, replica.containers = "Deleted", None, []

@@ -10,26 +10,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from t9kjobs.kinds import Verdict
-from t9kjobs.models import Aggregate, JobStatus, Lifecycle
+from t9kjobs.models import JobStatus, Lifecycle
 from t9kjobs.objects import ANNOTATION_STOP_WHEN_FINISHED, LABEL_REPLICA_TYPE
+from t9kjobs.planner.children import deletion, pod_state
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.history import close_recovered
 from t9kjobs.planner.placement import placement, placement_objects
-from t9kjobs.planner.replicas import pod_state
 from t9kjobs.planner.situation import Changes, Situation
-from t9kjobs.planner.status import aggregate, containers, replica_failure, write_replicas
+from t9kjobs.planner.status import (
+    aggregate,
+    containers,
+    replica_failure,
+    shown_deleted,
+    write_replicas,
+)
 from t9kjobs.planner.types import Event, ObjectRef, Observed
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "ACTIVE",
     "cleanup",
-    "deletion",
     "finish",
     "finished",
     "paused",
     "settle_replicas",
-    "shown_deleted",
 ]
 
 ACTIVE = ("Pending", "Running", "Unknown")
@@ -44,23 +48,6 @@ def finished(status: JobStatus, observed: Observed, life: Lifecycle) -> Changes:
     return Changes(delete=tuple(cleanup(observed, life, deadline=deadline)))
 
 
-def deletion(obj: Obj, *, force: str | None = None) -> ObjectRef:
-    """How to delete a child: by its uid, and at once for a pod whose containers all exited
-    or, `force` (why), for one whose node is lost (`t9kjobs.planner.nodes`: no kubelet will
-    stop it, so a graceful deletion would never end)."""
-    meta = obj["metadata"]
-    pod = obj["kind"] == "Pod"
-    exited = pod and (force is not None or pod_state(obj) in ("Succeeded", "Failed"))
-    return ObjectRef(
-        str(obj.get("apiVersion", "v1")),
-        str(obj["kind"]),
-        meta["name"],
-        meta.get("uid"),
-        0 if exited else None,
-        force if pod else None,
-    )
-
-
 def paused(status: JobStatus, observed: Observed, ts: str, given_up: Sequence[Obj] = ()) -> Changes:
     """A paused job: its pods are deleted, its replicas shown Deleted; its PodGroups and
     `given_up` (its Workloads: its place in a queue) deleted."""
@@ -72,14 +59,6 @@ def paused(status: JobStatus, observed: Observed, ts: str, given_up: Sequence[Ob
     events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
     gone = [*live, *placement_objects(observed.objects.values()), *given_up]
     return Changes(delete=tuple(deletion(o) for o in gone), events=tuple(events))
-
-
-def shown_deleted(status: JobStatus) -> None:
-    """Every replica shown Deleted, with no pod: the job has none for now (paused, queued)."""
-    status.aggregate = Aggregate(deleted=sum(len(t.replicas) for t in status.tasks))
-    for task in status.tasks:
-        for replica in task.replicas:
-            replica.phase, replica.uid, replica.containers = "Deleted", None, []
 
 
 def cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[ObjectRef]:
