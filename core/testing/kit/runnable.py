@@ -12,6 +12,11 @@ reconcile (what `t9kjobs render` prints):
   ConfigMaps (a key ending in `.sh`, or a text starting with `#!` and naming a shell);
 - an argument the user wrote with quotes, spaces, `$` and a newline reaches the command
   unchanged: one word, every character literal (`t9kjobs.testing.kit.shellwords`).
+
+Only what the plugin wrote is judged: a container's `sh -c` script that is a string of the
+user's spec as written (a sidecar's `while true; ...` loop, a debug command) is the user's own,
+passed through untouched, and no check of the kit's to pass or fail; a plugin that rewrites or
+wraps it is judged on what it made of it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ __all__ = [
     "arguments_survive_the_shell",
     "host_names_resolve",
     "scripts_parse",
+    "user_strings",
 ]
 
 # What an argument may hold: a quote (unbalanced), spaces, an expansion, a newline, a backquote.
@@ -97,7 +103,27 @@ def _texts(created: Sequence[Obj]) -> Iterator[_Text]:
                         yield _Text(f"{at} env {env.get('name')}", env["value"])
 
 
-def _scripts(created: Sequence[Obj]) -> Iterator[_Script]:
+def user_strings(manifest: Obj) -> frozenset[str]:
+    """Every string the user wrote in the spec: a script equal to one is the user's own."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(manifest.get("spec"))
+    return frozenset(found)
+
+
+def _scripts(created: Sequence[Obj], users: frozenset[str] = frozenset()) -> Iterator[_Script]:
+    """The scripts the pods run, but for a container's that is a string of the user's spec as
+    written (`users`): the user's own command, passed through untouched."""
     for obj in created:
         name = obj["metadata"]["name"]
         if obj.get("kind") == "ConfigMap":
@@ -110,7 +136,7 @@ def _scripts(created: Sequence[Obj]) -> Iterator[_Script]:
             for container in _containers(obj):
                 argv = [*(container.get("command") or []), *(container.get("args") or [])]
                 script = _shell_script(argv)
-                if script is not None:
+                if script is not None and script not in users:
                     at = f"pod {name} container {container.get('name')}"
                     yield _Script(f"{at} ({argv[0]} -c)", script)
 
@@ -236,10 +262,13 @@ def scripts_parse(subject: Subject, example: Example) -> None:
 
     The scripts of the first reconcile: a container's `sh -c`/`bash -c` command (options such
     as `-ec` too) and ConfigMap entries that are scripts (a key ending in `.sh`, or a first line
-    `#!` naming a shell). Build command lines with `shlex.join` and values with `shlex.quote`.
+    `#!` naming a shell); not a container's script the user wrote as it stands (a sidecar's
+    `sh -c` loop passed through untouched). Build command lines with `shlex.join` and values
+    with `shlex.quote`.
     """
     job = subject.job(example)
-    for script in _scripts(subject.first_reconcile(job).create):
+    users = user_strings(example.manifest)
+    for script in _scripts(subject.first_reconcile(job).create, users):
         complaint = _bash_n(script.text)
         if complaint is not None:
             raise ContractViolation(
@@ -284,11 +313,16 @@ def arguments_survive_the_shell(subject: Subject, example: Example) -> None:
     script of the first reconcile, the kit writes instead an argument with a quote, spaces,
     `$HOME`, a newline and a backquote: the scripts must still parse, and hold it as one
     word, every character literal (neither split nor expanded), read by the script's shell or,
-    quoted once more for each, by the shells it hands the line on to (`ssh host CMD`). Build
-    command lines with `shlex.join(argv)`.
+    quoted once more for each, by the shells it hands the line on to (`ssh host CMD`). A
+    container's script that is the user's own string as written (a sidecar's `sh -c` loop) is
+    not the plugin's and not judged; one the plugin rewrote or wrapped is. Build command lines
+    with `shlex.join(argv)`.
     """
     job = subject.job(example)
-    scripts = [s.text for s in _scripts(subject.first_reconcile(job).create)]
+    scripts = [
+        s.text
+        for s in _scripts(subject.first_reconcile(job).create, user_strings(example.manifest))
+    ]
     if not scripts:
         return
     hooks = subject.hooks(job.kind)
@@ -304,7 +338,8 @@ def arguments_survive_the_shell(subject: Subject, example: Example) -> None:
             continue  # the field does not take such a value: nothing to carry
         if any(p.severity == "error" for p in hooks.validate(changed)):
             continue
-        for script in _scripts(subject.first_reconcile(changed).create):
+        users = user_strings(manifest)
+        for script in _scripts(subject.first_reconcile(changed).create, users):
             _check_carried(example, path, script)
 
 

@@ -216,7 +216,13 @@ spec:
       replicas: 2
       template:
         spec:
-          containers: [{name: main, image: busybox, args: [train.py, --epochs, "3"]}]
+          containers:
+            - {name: main, image: busybox, args: [train.py, --epochs, "3"]}
+            # The user's own sidecar: the plugin passes its `sh -c` script through untouched,
+            # and the kit's shell checks must not judge it (it is no launch line of the plugin).
+            - name: heartbeat
+              image: busybox
+              command: [sh, -c, "while true; do echo \\"it's up\\"; sleep 60; done"]
 """
 
 

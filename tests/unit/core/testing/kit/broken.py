@@ -15,6 +15,7 @@ __all__ = [
     "HOSTS_WITHOUT_SUBDOMAIN",
     "INVALID_EXAMPLE_ADMITTED",
     "LOST_REPLICA_IGNORED",
+    "MANGLES_USER_COMMAND",
     "MOUNTS_UNDECLARED_SECRET",
     "OUT_OF_THE_GANG",
     "RESTARTING_COUNTS_AS_DONE",
@@ -92,6 +93,19 @@ SCRIPT_THAT_DOES_NOT_PARSE = """
 @hookimpl
 def t9kjobs_build_launch_command(job, pod):
     return ["sh", "-c", "if [ -f /etc/hosts ]; then echo ok"]
+"""
+
+# The user's sidecar command flattened into a line of the plugin's own with " ".join: the
+# user's `sh -c "while true; ..."` loses its quoting (the kit judges what the plugin made of it).
+MANGLES_USER_COMMAND = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for pod in pods:
+        for container in pod.manifest["spec"]["containers"][1:]:
+            line = " ".join(container.get("command") or [])
+            container["command"] = ["/bin/sh", "-c", "exec " + line]
+    return pods
 """
 
 # Only the first replica's failure counts: another lost for good leaves the job Running.

@@ -72,7 +72,7 @@ BROKEN: list[tuple[str, str, list[str]]] = [
         "test_training_container_exists[job.yaml]",
         [
             "conf-worker-0: DesiredPod.training_container is 'trainer', but the pod's containers"
-            " are ['main']: name a container of the replica's template",
+            " are ['main', 'heartbeat']: name a container of the replica's template",
         ],
     ),
     (
@@ -182,6 +182,29 @@ def test_a_broken_plugin_fails_its_contract_only(
     assert set(run.failed) == {contract}, set(run.failed)
     for text in says:
         assert text in run.failed[contract]
+
+
+def test_a_users_sidecar_passes_and_a_plugin_that_mangles_it_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    """The example's sidecar runs `sh -c "while true; ..."`: the good plugin passes it through
+    and passes the shell checks (the script is the user's); a plugin that flattens the user's
+    command into a line of its own fails them, on what it made of it."""
+    run = kit_on(pytester, "conf_mangles", broken.MANGLES_USER_COMMAND)
+    assert set(run.failed) == {
+        "test_scripts_parse[job.yaml]",
+        "test_arguments_survive_the_shell[job.yaml]",
+    }, set(run.failed)
+    assert (
+        "the script of pod conf-worker-0 container heartbeat (/bin/sh -c) does not parse"
+        in (run.failed["test_scripts_parse[job.yaml]"])
+    )
+    assert "containers[1].command[0] = " in run.failed["test_arguments_survive_the_shell[job.yaml]"]
+    good = fixed_run(pytester, "conf_mangles", "")
+    assert good.failed == {}
+    assert {"test_scripts_parse[job.yaml]", "test_arguments_survive_the_shell[job.yaml]"} <= (
+        good.passed
+    )
 
 
 @pytest.mark.parametrize(
