@@ -54,6 +54,8 @@ _DNS_NAME = re.compile(
     r"(?<![A-Za-z0-9_./-])[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)+"
     r"(?![A-Za-z0-9_/-]|\.[A-Za-z0-9])"
 )
+# A host without a dot before a port (`<job>-worker-0:6666`): an address, never a file.
+_BARE_ADDRESS = re.compile(r"(?<![A-Za-z0-9_./:-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?):[0-9]{1,5}\b")
 # What ends a file name rather than a host name (`--config=<job>-ds.json`).
 _FILE_SUFFIXES = frozenset(
     {"json", "yaml", "yml", "txt", "sh", "py", "conf", "cfg", "ini", "toml", "log", "csv", "pt"}
@@ -185,7 +187,9 @@ def _unresolved(host: str, job: str, namespace: str, created: Sequence[Obj]) -> 
     if first not in pods and first not in services and not first.startswith(f"{job}-"):
         return None  # not a name of this job's: an image registry, a file, a package
     rest = labels[1:]
-    if first in pods:
+    # A Service named as a pod (GenericJob's Service a replica) serves the bare name.
+    service_first = first in services and (not rest or rest[0] == namespace)
+    if first in pods and not service_first:
         pod = pods[first]
         subdomain = (pod.get("spec") or {}).get("subdomain")
         if not rest:
@@ -224,13 +228,22 @@ def host_names_resolve(subject: Subject, example: Example) -> None:
     that `spec.subdomain` and a headless Service of that name selects it (optionally followed by
     the job's namespace), or a Service's name. In a ConfigMap key naming hosts (`hostfile`),
     each line's first word is a host, and a pod's bare name (which resolves only inside itself)
-    does not do.
+    does not do. Names without a dot are checked too where they are an address (`NAME:PORT`) or
+    a whole env value naming a pod. A string of the user's spec passed through as written is
+    the user's, not checked.
     """
     job = subject.job(example)
     created = subject.first_reconcile(job).create
     namespace = job.namespace
+    users = user_strings(example.manifest)
+    pod_names = {_hostname(p) for p in _pods(created)}
     for text in _texts(created):
+        if text.text in users:
+            continue  # the user's own string, passed through as written
         hosts = [m.group(0) for m in _DNS_NAME.finditer(text.text)]
+        hosts += [m.group(1) for m in _BARE_ADDRESS.finditer(text.text)]
+        if text.text.strip() in pod_names:
+            hosts.append(text.text.strip())  # an env value that is a pod's bare name
         if text.hostfile:
             lines = (line.split() for line in text.text.splitlines())
             hosts += [w[0] for w in lines if w and not w[0].startswith("#") and "." not in w[0]]

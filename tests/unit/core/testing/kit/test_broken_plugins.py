@@ -156,6 +156,18 @@ BROKEN: list[tuple[str, str, list[str]]] = [
 ]
 
 
+# A verdict that a pairing of outcomes also shows wrong (compute_status_pairs_outcomes): a
+# restarting replica counted as done, a lost one ignored.
+ALSO_FAILS = {
+    "test_compute_status_waits_for_restarting_replicas[job.yaml]": {
+        "test_compute_status_pairs_outcomes[job.yaml]"
+    },
+    "test_compute_status_fails_on_lost_replicas[job.yaml]": {
+        "test_compute_status_pairs_outcomes[job.yaml]"
+    },
+}
+
+
 @pytest.mark.parametrize(
     ("source", "contract", "says"),
     BROKEN,
@@ -179,7 +191,7 @@ def test_a_broken_plugin_fails_its_contract_only(
     pytester: pytest.Pytester, source: str, contract: str, says: list[str]
 ) -> None:
     run = kit_on(pytester, "conf_broken", source)
-    assert set(run.failed) == {contract}, set(run.failed)
+    assert set(run.failed) == {contract, *ALSO_FAILS.get(contract, ())}, set(run.failed)
     for text in says:
         assert text in run.failed[contract]
 
@@ -205,6 +217,81 @@ def test_a_users_sidecar_passes_and_a_plugin_that_mangles_it_fails(
     assert {"test_scripts_parse[job.yaml]", "test_arguments_survive_the_shell[job.yaml]"} <= (
         good.passed
     )
+
+
+# A JAX-like kind's broken copies: (copy, the contracts it fails, what the report says).
+MEANING: list[tuple[str, set[str], list[str]]] = [
+    (
+        broken.RANKS_FROM_ONE,
+        {"test_ranks_cover_the_world[job.yaml]"},
+        [
+            "job.yaml: the ranks (env JAX_PROCESS_ID) of the job's 2 ranked pods are"
+            " conf-worker-0: 1, conf-worker-1: 2; they must be exactly 0..1",
+            "number them from 0",
+        ],
+    ),
+    (
+        broken.WORLD_SIZE_SHORT,
+        {"test_ranks_cover_the_world[job.yaml]"},
+        [
+            "job.yaml: pod conf-worker-0 is told the world size '1' (env JAX_NUM_PROCESSES),"
+            " but the job's 2 ranked pods (processes: one rank each) make 2",
+        ],
+    ),
+    (
+        broken.COORDINATOR_WITHOUT_SERVICE,
+        {"test_addresses_name_the_job[job.yaml]", "test_host_names_resolve[job.yaml]"},
+        [
+            "pod conf-worker-0 is told env JAX_COORDINATOR_ADDRESS = 'conf-coordinator:6666',"
+            " but conf-coordinator never resolves: conf-coordinator is no pod and no Service"
+            " of the job",
+            "name a pod as t9kjobs.objects.pod_host(job, pod)",
+        ],
+    ),
+    (
+        broken.BARE_POD_COORDINATOR,
+        {"test_addresses_name_the_job[job.yaml]", "test_host_names_resolve[job.yaml]"},
+        [
+            "pod conf-worker-0 is told env JAX_COORDINATOR_ADDRESS = 'conf-worker-0:6666', but"
+            " conf-worker-0 never resolves: a pod's bare name resolves only inside that pod",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "contracts", "says"),
+    MEANING,
+    ids=["ranks-from-one", "world-size-short", "coordinator-without-service", "bare-pod"],
+)
+def test_a_broken_copy_of_a_jax_like_kind_fails_on_what_its_program_is_told(
+    pytester: pytest.Pytester, source: str, contracts: set[str], says: list[str]
+) -> None:
+    run = kit_on(pytester, "conf_meaning", source)
+    assert set(run.failed) == contracts, set(run.failed)
+    report = "\n".join(run.failed.values())
+    for text in says:
+        assert text in report, report
+
+
+def test_the_jax_like_kind_passes_and_its_contracts_are_checked(pytester: pytest.Pytester) -> None:
+    run = kit_on(pytester, "conf_jax", broken.JAX_LIKE)
+    assert run.failed == {}
+    assert {
+        "test_ranks_cover_the_world[job.yaml]",
+        "test_addresses_name_the_job[job.yaml]",
+    } <= run.passed
+
+
+def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.Pytester) -> None:
+    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
+        " good, the others Running, compute_status returned Succeeded (WorkerSucceeded), where"
+        " the kind declares Failed"
+    ) in report, report
+    assert "return Failed when a replica the job needs is ReplicaState.failed_for_good" in report
 
 
 @pytest.mark.parametrize(
