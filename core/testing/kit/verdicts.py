@@ -233,9 +233,13 @@ def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
     for first in firsts.values():
         winner = pods[first]
         decides = life.finished_by == (winner.replica_type, winner.index)
-        for other, pod in enumerate(pods):
-            if other == first:
-                continue
+        # Its own type's other pods first: worker-0 beside worker-1 is the likeliest mistake.
+        others = sorted(
+            (i for i in range(len(pods)) if i != first),
+            key=lambda i: pods[i].replica_type != winner.replica_type,
+        )
+        for other in others:
+            pod = pods[other]
             for state in ("Failed", "Running", "Restarting"):
                 states = _pairing(pods, first, other, state)
                 found = _verdict(hooks, job, states)
@@ -251,18 +255,27 @@ def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
                     f" {pod.name} ({pod.replica_type}) {_SAID[state]}, the others Running,"
                     f" compute_status returned {got or 'no verdict'}"
                     f"{f' ({found.reason})' if found else ''}, where the kind declares {said}"
-                    f": {_why(life, decides, winner, pod, state)}"
+                    f": {_why(life, decides, winner, pod, state, pods)}"
                 )
 
 
-def _why(life: Lifecycle, decides: bool, winner: DesiredPod, other: DesiredPod, state: str) -> str:
+def _why(
+    life: Lifecycle,
+    decides: bool,
+    winner: DesiredPod,
+    other: DesiredPod,
+    state: str,
+    pods: Sequence[DesiredPod],
+) -> str:
     if decides:
         return (
             f"{winner.name} is the replica whose success finishes the job"
             f" (Lifecycle.finished_by {life.finished_by}); return Succeeded when it succeeded"
         )
+    names = {(p.replica_type, p.index): p.name for p in pods}
     finisher = (
-        f"only {life.finished_by[0]}-{life.finished_by[1]}'s success finishes the job"
+        f"only {names.get(life.finished_by, life.finished_by)}'s success finishes the job"
+        " (Lifecycle.finished_by)"
         if life.finished_by
         else "the job succeeds when every replica has (Lifecycle.finished_by is None)"
     )
