@@ -199,6 +199,10 @@ _SAID = {"Failed": "failed for good", "Running": "still running", "Restarting": 
 
 def _expected(life: Lifecycle, decides: bool, other: DesiredPod, state: str) -> set[str | None]:
     """The verdicts the kind's declaration allows for a pairing (None: no verdict yet)."""
+    if life.finished_by is None and not life.may_lose:
+        # Not declared: only what holds whatever replica decides (a replica still running or
+        # restarting fails no job); the rest waits for the declaration.
+        return {None, "Succeeded", "Failed"} if state == "Failed" else {None, "Succeeded"}
     if decides:  # its success alone finishes the job, whatever the others do
         return {"Succeeded"} if state != "Failed" else {"Succeeded", "Failed"}
     if state != "Failed":
@@ -220,8 +224,10 @@ def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
     (`finished_by`, a launcher or a master), Succeeded (or Failed beside a lost one); else no
     verdict beside a running or restarting one, and Failed beside one lost for good, unless its
     replica type may be lost (`may_lose`: no verdict) or the job is elastic (`min_available`:
-    no verdict or Failed). A kind whose user-written rules decide (`failure_rules`) is judged by
-    its rules' tests.
+    no verdict or Failed). A kind that declares neither (`finished_by` None) is only held to
+    no Failed beside a running or restarting replica (a new contract of a minor version may not
+    fail a plugin that met the old ones); a kind whose user-written rules decide
+    (`failure_rules`) is judged by its rules' tests.
     """
     hooks, job, pods = _status_setup(subject, example)
     life = job.spec.lifecycle()
@@ -273,12 +279,13 @@ def _why(
             f" (Lifecycle.finished_by {life.finished_by}); return Succeeded when it succeeded"
         )
     names = {(p.replica_type, p.index): p.name for p in pods}
-    finisher = (
-        f"only {names.get(life.finished_by, life.finished_by)}'s success finishes the job"
-        " (Lifecycle.finished_by)"
-        if life.finished_by
-        else "the job succeeds when every replica has (Lifecycle.finished_by is None)"
-    )
+    if life.finished_by is None and not life.may_lose:
+        return f"a replica still running or restarting ({other.name}) fails no job"
+    finisher = "the job succeeds when every replica has (Lifecycle.finished_by 'all')"
+    if isinstance(life.finished_by, tuple):
+        who = names.get(life.finished_by, str(life.finished_by))
+        finisher = f"only {who}'s success finishes the job (Lifecycle.finished_by)"
+
     if state != "Failed" or other.replica_type in life.may_lose:
         return (
             f"{finisher}, and {other.name} may still finish: judge Succeeded only from the"

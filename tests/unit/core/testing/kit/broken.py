@@ -12,6 +12,7 @@ __all__ = [
     "ADMISSION_ONLY_RULE",
     "BARE_POD_COORDINATOR",
     "COORDINATOR_WITHOUT_SERVICE",
+    "EVERY_REPLICA_FINISHES",
     "FIXED_STATUS",
     "FIXED_SUBDOMAIN",
     "HOSTS_WITHOUT_SUBDOMAIN",
@@ -19,6 +20,7 @@ __all__ = [
     "JAX_LIKE",
     "LOST_REPLICA_IGNORED",
     "MANGLES_USER_COMMAND",
+    "MAY_LOSE_WORKERS",
     "MOUNTS_UNDECLARED_SECRET",
     "OUT_OF_THE_GANG",
     "RANKS_FROM_ONE",
@@ -306,6 +308,27 @@ def coordinator(job, pods):
     return f"{pods[0].name}:6666"
 """
 )
+
+# Not broken: the kind declares that it succeeds when every replica has.
+EVERY_REPLICA_FINISHES = """
+from dataclasses import replace
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finished_by="all")
+"""
+
+# The kind declares it may lose its workers (as a TFJob its evaluator), but its verdict still
+# fails the job on any replica lost for good.
+MAY_LOSE_WORKERS = """
+from dataclasses import replace
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finished_by="all", may_lose=frozenset({"worker"}))
+"""
 
 # worker-0's success makes the job Succeeded, whatever the other workers do.
 WORKER_ZERO_DECIDES = """

@@ -156,18 +156,6 @@ BROKEN: list[tuple[str, str, list[str]]] = [
 ]
 
 
-# A verdict that a pairing of outcomes also shows wrong (compute_status_pairs_outcomes): a
-# restarting replica counted as done, a lost one ignored.
-ALSO_FAILS = {
-    "test_compute_status_waits_for_restarting_replicas[job.yaml]": {
-        "test_compute_status_pairs_outcomes[job.yaml]"
-    },
-    "test_compute_status_fails_on_lost_replicas[job.yaml]": {
-        "test_compute_status_pairs_outcomes[job.yaml]"
-    },
-}
-
-
 @pytest.mark.parametrize(
     ("source", "contract", "says"),
     BROKEN,
@@ -191,7 +179,7 @@ def test_a_broken_plugin_fails_its_contract_only(
     pytester: pytest.Pytester, source: str, contract: str, says: list[str]
 ) -> None:
     run = kit_on(pytester, "conf_broken", source)
-    assert set(run.failed) == {contract, *ALSO_FAILS.get(contract, ())}, set(run.failed)
+    assert set(run.failed) == {contract}, set(run.failed)
     for text in says:
         assert text in run.failed[contract]
 
@@ -284,7 +272,10 @@ def test_the_jax_like_kind_passes_and_its_contracts_are_checked(pytester: pytest
 
 
 def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.Pytester) -> None:
-    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
+    """The kind declares that every replica must succeed; its verdict lets worker-0's success
+    finish the job while worker-1 is lost for good. Undeclared, the same verdict passes (a
+    contract a minor version adds may not fail a plugin that met the old ones)."""
+    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES + broken.EVERY_REPLICA_FINISHES)
     report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
     assert (
         "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
@@ -292,6 +283,8 @@ def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.
         " the kind declares Failed"
     ) in report, report
     assert "return Failed when a replica the job needs is ReplicaState.failed_for_good" in report
+    undeclared = fixed_run(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
+    assert "test_compute_status_pairs_outcomes[job.yaml]" in undeclared.passed
 
 
 @pytest.mark.parametrize(
@@ -379,3 +372,20 @@ def test_without_an_api_server_the_admission_tests_fail_saying_where_it_looked(
         assert "the admission tier needs an API server: no etcd and kube-apiserver" in report
         assert f"in {pytester.path / 'no-cache'}/bin/k8s-*" in report
         assert "give --t9kjobs-kubeconfig=PATH" in report
+
+
+def test_a_verdict_that_fails_on_a_replica_the_kind_may_lose_fails_the_pairing(
+    pytester: pytest.Pytester,
+) -> None:
+    """Declared by replica type (`Lifecycle.may_lose`), not as a pod count: the pairing of a
+    succeeded worker with a lost one must then give no verdict; the lost-replica contract spares
+    the declared type."""
+    run = kit_on(pytester, "conf_may_lose", broken.MAY_LOSE_WORKERS)
+    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for good,"
+        " the others Running, compute_status returned Failed (ReplicaFailed), where the kind"
+        " declares no verdict"
+    ) in report, report
+    assert "test_compute_status_fails_on_lost_replicas[job.yaml]" in run.passed
