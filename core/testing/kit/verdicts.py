@@ -215,8 +215,7 @@ def _expected(life: Lifecycle, decides: bool, other: DesiredPod, state: str) -> 
 
 
 def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
-    """A succeeded replica beside one lost for good, running or restarting: the verdict the
-    kind declares.
+    """A succeeded replica beside a lost, running or restarting one: the verdict declared.
 
     For each replica type, its first pod `Succeeded` beside each other pod in turn failed for
     good, `Running` or `Restarting` (the rest `Running`), judged against what the kind declares
@@ -294,6 +293,6 @@ def _why(
         )
     return (
         f"{finisher}, and {other.name} is lost for good: return Failed when a replica the job"
-        " needs is ReplicaState.failed_for_good (t9kjobs.kinds.replicas_lost), or declare the"
+        " needs is ReplicaState.failed_for_good (t9kjobs.plugin.replicas_lost), or declare the"
         " replica types it may lose (Lifecycle.may_lose)"
     )
