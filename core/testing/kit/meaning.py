@@ -19,7 +19,7 @@ from t9kjobs.models.distribution import Carrier
 from t9kjobs.objects import Obj
 from t9kjobs.testing.kit.calls import build_pods
 from t9kjobs.testing.kit.examples import Example
-from t9kjobs.testing.kit.runnable import _hostname, _shell_script, _unresolved
+from t9kjobs.testing.kit.runnable import pod_hostname, shell_script, unresolved
 from t9kjobs.testing.kit.shellwords import words
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.violation import ContractViolation
@@ -73,7 +73,7 @@ def _launch_words(argv: list[object]) -> list[str]:
     """The words of a launch line: its argv, the words of the `sh -c` script it runs, and of
     the lines that script hands on (a word with blanks, read once more), `_LEVELS` deep."""
     line = [a for a in argv if isinstance(a, str)]
-    script = _shell_script(list(argv))
+    script = shell_script(list(argv))
     texts = [script] if script is not None else []
     for _ in range(_LEVELS):
         deeper = []
@@ -143,7 +143,7 @@ def _hostfile(example: Example, s: _Setting, hostfile: Hostfile) -> list[tuple[s
             continue
         said = next((p.split("=", 1)[1] for p in parts[1:] if p.startswith("slots=")), "1")
         lines.append((parts[0], int(said) if said.isdigit() else 0))
-    names = {_hostname(p.obj): p.name for p in s.ranked}
+    names = {pod_hostname(p.obj): p.name for p in s.ranked}
     listed: list[str] = []
     for host, slots in lines:
         pod = names.get(host.split(".")[0])
@@ -278,7 +278,7 @@ def _told(s: _Setting) -> Iterator[tuple[_Pod, str, str, str | None]]:
 def _ports_of(host: str, created: Sequence[Obj]) -> tuple[str, set[int]]:
     """The target a host name reaches and the ports it declares."""
     first = host.split(".")[0]
-    by_host = {_hostname(o): o for o in created if o.get("kind") == "Pod"}
+    by_host = {pod_hostname(o): o for o in created if o.get("kind") == "Pod"}
     services = {o["metadata"]["name"]: o for o in created if o.get("kind") == "Service"}
     targets = []
     what = f"pod {first}"
@@ -320,14 +320,14 @@ def addresses_name_the_job(subject: Subject, example: Example) -> None:
         return
     namespace = s.job.namespace
     for pod, told, host, port in _told(s):
-        why = _unresolved(host, s.job.name, namespace, s.created)
+        why = unresolved(host, s.job.name, namespace, s.created)
         if why is not None:
             raise ContractViolation(
                 f"{example.id}: pod {pod.name} is told {told}, but {host} never resolves: {why};"
                 f" {_FIX_ADDRESS}"
             )
         first = host.split(".")[0]
-        pods_and_services = {_hostname(o) for o in s.created if o.get("kind") == "Pod"} | {
+        pods_and_services = {pod_hostname(o) for o in s.created if o.get("kind") == "Pod"} | {
             o["metadata"]["name"] for o in s.created if o.get("kind") == "Service"
         }
         if port is None or first not in pods_and_services:

@@ -40,7 +40,10 @@ __all__ = [
     "TRICKY_ARGUMENT",
     "arguments_survive_the_shell",
     "host_names_resolve",
+    "pod_hostname",
     "scripts_parse",
+    "shell_script",
+    "unresolved",
     "user_strings",
 ]
 
@@ -137,13 +140,13 @@ def _scripts(created: Sequence[Obj], users: frozenset[str] = frozenset()) -> Ite
         elif obj.get("kind") == "Pod":
             for container in _containers(obj):
                 argv = [*(container.get("command") or []), *(container.get("args") or [])]
-                script = _shell_script(argv)
+                script = shell_script(argv)
                 if script is not None and script not in users:
                     at = f"pod {name} container {container.get('name')}"
                     yield _Script(f"{at} ({argv[0]} -c)", script)
 
 
-def _shell_script(argv: list[Any]) -> str | None:
+def shell_script(argv: list[Any]) -> str | None:
     """The script of `sh -c SCRIPT ...` (options such as `-ec` too), else None."""
     if not argv or not isinstance(argv[0], str) or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
         return None
@@ -163,7 +166,7 @@ def _pods(created: Sequence[Obj]) -> list[Obj]:
     return [o for o in created if o.get("kind") == "Pod"]
 
 
-def _hostname(pod: Obj) -> str:
+def pod_hostname(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"])
 
 
@@ -177,11 +180,11 @@ def _headless(service: Obj) -> bool:
     return (service.get("spec") or {}).get("clusterIP") == "None"
 
 
-def _unresolved(host: str, job: str, namespace: str, created: Sequence[Obj]) -> str | None:
+def unresolved(host: str, job: str, namespace: str, created: Sequence[Obj]) -> str | None:
     """Why `host` names something of the job that never resolves; None if it resolves or is
     not the job's."""
     labels = host.split(".")
-    pods = {_hostname(p): p for p in _pods(created)}
+    pods = {pod_hostname(p): p for p in _pods(created)}
     services = {o["metadata"]["name"]: o for o in created if o.get("kind") == "Service"}
     first = labels[0]
     if first not in pods and first not in services and not first.startswith(f"{job}-"):
@@ -236,7 +239,7 @@ def host_names_resolve(subject: Subject, example: Example) -> None:
     created = subject.first_reconcile(job).create
     namespace = job.namespace
     users = user_strings(example.manifest)
-    pod_names = {_hostname(p) for p in _pods(created)}
+    pod_names = {pod_hostname(p) for p in _pods(created)}
     for text in _texts(created):
         if text.text in users:
             continue  # the user's own string, passed through as written
@@ -248,7 +251,7 @@ def host_names_resolve(subject: Subject, example: Example) -> None:
             lines = (line.split() for line in text.text.splitlines())
             hosts += [w[0] for w in lines if w and not w[0].startswith("#") and "." not in w[0]]
         for host in hosts:
-            why = _unresolved(host, job.name, namespace, created)
+            why = unresolved(host, job.name, namespace, created)
             if why is not None:
                 raise ContractViolation(
                     f"{example.id}: {text.where} names host {host!r}, which never resolves:"
