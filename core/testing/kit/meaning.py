@@ -113,6 +113,8 @@ def _setting(subject: Subject, example: Example) -> _Setting | None:
         wanted = desired[name].training_container
         container = next((c for c in containers if c.get("name") == wanted), containers[0])
         pods.append(_Pod(name, desired[name].replica_type, obj, container))
+    if not pods:
+        return None  # no pod yet (a paused job): nobody is told anything
     types = declared.ranked_types
     ranked = [p for p in pods if types is None or p.replica_type in types]
     required = not (life.run_mode.debugging or life.run_mode.paused)
