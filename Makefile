@@ -109,8 +109,15 @@ chaos: $(STAMP)
 		CHAOS_APISERVER_RESTARTS=$(CHAOS_APISERVER_RESTARTS) $(BIN)/pytest -s tests/chaos
 
 # The sdist and the wheel of t9k-jobs into dist/ (hack/dist.py: built from a copy, offline).
-dist: $(STAMP)
-	$(BIN)/python hack/dist.py
+# The sdist and the wheel into dist/. It needs setuptools 77 or later (pyproject's build
+# requirement), not the dev environment: the project venv's Python when there is one, else a
+# virtualenv of its own holding setuptools alone (build/dist-venv, made once). Without make:
+# `python -m build` (docs/plugin-guide.md, "Test and ship it").
+DIST_VENV := build/dist-venv
+dist:
+	@if [ -x $(BIN)/python ]; then py=$(BIN)/python; else py=$(DIST_VENV)/bin/python; \
+		[ -x $$py ] || { $(PYTHON) -m venv $(DIST_VENV) && $(DIST_VENV)/bin/pip install --quiet "setuptools>=77"; }; fi; \
+		$$py hack/dist.py
 
 # Regenerate docs/plugin-api.txt, the surface plugins may rely on (a unit test fails while stale).
 plugin-api: $(STAMP)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -93,17 +93,20 @@ class Verdict:
 
 
 def replicas_lost(
-    replicas: Sequence[ReplicaState], min_available: int | None = None
+    replicas: Sequence[ReplicaState],
+    min_available: int | None = None,
+    may_lose: Collection[str] = (),
 ) -> Verdict | None:
     """`Failed` (reason `ReplicaFailed`, naming each replica failed for good) when the job
     is left with fewer live replicas than it can run with: `min_available` (an elastic job's
-    minimum, `Lifecycle.min_available`), None meaning all of them; else None.
+    minimum, `Lifecycle.min_available`), None meaning all of them; else None. Replicas of the
+    types in `may_lose` (`Lifecycle.may_lose`, an evaluator) are never counted as lost.
 
     What a `t9kjobs_compute_status` returns once its own success and failure (a launcher's
     exit) have not decided: a job whose launcher waits on a rank that is gone, over ssh or in
     a collective, may never fail by itself (the conformance kit's
     `compute_status_fails_on_lost_replicas`)."""
-    lost = [r for r in replicas if r.failed_for_good]
+    lost = [r for r in replicas if r.failed_for_good and r.replica_type not in may_lose]
     if not lost:
         return None
     needed = len(replicas) if min_available is None else min_available

@@ -139,12 +139,15 @@ def render_hooks() -> str:
     return "\n".join(out)
 
 
-def value_types() -> list[type]:
-    """The classes of the hook API besides the models: what `t9kjobs.kinds` exports,
-    `DesiredPod`, and `Lifecycle` (what the engine reads from any spec)."""
+def value_types() -> list[Any]:
+    """The classes and functions of the hook API besides the models: what `t9kjobs.kinds`
+    exports (`replicas_lost` too), `DesiredPod`, `Lifecycle` (what the engine reads from any
+    spec) and what a `Lifecycle.distribution` is made of (`t9kjobs.models.distribution`)."""
     found = [getattr(kinds, name) for name in kinds.__all__]
     classes = [t for t in found if isinstance(t, type)]
-    return [*classes, objects.DesiredPod, models.Lifecycle]
+    functions = [f for f in found if inspect.isfunction(f)]
+    meaning = [models.Distribution, models.EnvVar, models.LaunchOption, models.Hostfile]
+    return [*classes, *functions, objects.DesiredPod, models.Lifecycle, *meaning, models.Address]
 
 
 def _source(obj: Any) -> str:

@@ -2,7 +2,8 @@
 
 A module per part of a job: `job` (the job, its spec and metadata), `replica` (a replica type
 and its restart policy), `run_mode` (debug, pause, resume), `policies` (cleanup, deadline,
-restart budget, scheduling), `recovery` (the recovery rules), `elastic`, `pod` (the pod
+restart budget, scheduling), `recovery` (the recovery rules), `elastic`, `distribution` (what
+ranks, world size and addresses mean to a job's program, for the conformance kit), `pod` (the pod
 template), `pod_roles` (the templates of pods the operator names, or that run sshd), `ssh` (SSH
 keys and sshd), `status`, `bounds` (the limits); `_base` is the base of every model and
 `_spellings` the fields with two spellings.
@@ -26,6 +27,14 @@ from t9kjobs.models.bounds import (
     check_replica_specs,
 )
 from t9kjobs.models.checkpoint import CheckpointSpec, checkpoint_of
+from t9kjobs.models.distribution import (
+    Address,
+    Carrier,
+    Distribution,
+    EnvVar,
+    Hostfile,
+    LaunchOption,
+)
 from t9kjobs.models.elastic import ELASTIC_ON, ElasticConfig, not_elastic_rule
 from t9kjobs.models.job import (
     API_GROUP,
@@ -89,9 +98,11 @@ __all__ = [
     "NAME_RULE",
     "OBJECT_META_FIELDS",
     "RETRYABLE_EXIT_CODES",
+    "Address",
     "Aggregate",
     "ApiModel",
     "Args",
+    "Carrier",
     "CheckpointSpec",
     "CheckpointStatus",
     "CleanUpPolicy",
@@ -99,14 +110,18 @@ __all__ = [
     "ContainerStatus",
     "DebugMode",
     "DependentStatus",
+    "Distribution",
     "ElasticConfig",
+    "EnvVar",
     "GeneratedCommandRunMode",
     "HeadlessPodTemplate",
+    "Hostfile",
     "Job",
     "JobCondition",
     "JobPhase",
     "JobSpec",
     "JobStatus",
+    "LaunchOption",
     "Lifecycle",
     "ObjectMeta",
     "PauseMode",

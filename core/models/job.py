@@ -9,13 +9,14 @@ method instead of teaching the engine about each kind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
 from t9kjobs.models.checkpoint import CheckpointSpec
+from t9kjobs.models.distribution import Distribution
 from t9kjobs.models.pod import DNS_LABEL
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy
 from t9kjobs.models.recovery import RecoveryPolicy
@@ -58,6 +59,17 @@ class Lifecycle:
     # The user's own rules decide which lost replicas fail the job (GenericJob's failureRules),
     # not `min_available`.
     failure_rules: bool = False
+    # What the job means to its program, for the conformance kit: how ranks, world size and
+    # peers' addresses reach it (`t9kjobs.models.distribution`). None: not declared, not checked.
+    distribution: Distribution | None = None
+    # The replica whose success alone finishes the job, as (type, index): a launcher, a master;
+    # "all": the job succeeds when every replica has; None: not declared. The kit pairs
+    # outcomes against it (compute_status_pairs_outcomes): another replica still running,
+    # restarting or lost for good beside one's success.
+    finished_by: tuple[str, int] | Literal["all"] | None = None
+    # Replica types the job may lose for good without failing (an evaluator): a declaration by
+    # type, where `min_available` counts pods of any type.
+    may_lose: frozenset[str] = frozenset()
 
 
 class JobSpec(ApiModel):

@@ -54,6 +54,17 @@ else
     "$PY" -m pip install --quiet -e '.[dev]'
 fi
 
+# Whatever installed $PACKAGE into this virtualenv before (a develop or editable install of
+# another copy, say a broken copy you were trying) may be the one Python imports: then every
+# step below would check that copy, not this one. Refuse rather than test the wrong code.
+step "check that $PACKAGE imports from here"
+where=$("$PY" -c "import os, $PACKAGE; print(os.path.dirname(os.path.realpath($PACKAGE.__file__)))")
+if [[ "$where" != "$(pwd -P)/$PACKAGE" ]]; then
+    echo "$PACKAGE imports from $where, not from $(pwd -P)/$PACKAGE: another install shadows" \
+        "this copy; '$PY -m pip uninstall $PACKAGE' (or use a virtualenv of its own)" >&2
+    exit 1
+fi
+
 step "ruff"
 "$PY" -m ruff check .
 "$PY" -m ruff format --check .

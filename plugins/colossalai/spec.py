@@ -28,9 +28,13 @@ from t9kjobs.plugin import (
     MAX_REPLICAS,
     SAFE_PATH_PATTERN,
     SAFE_PATH_SAID,
+    Address,
     ApiModel,
+    Distribution,
     GeneratedCommandRunMode,
+    Hostfile,
     JobSpec,
+    LaunchOption,
     Lifecycle,
     RestartPolicy,
     RestartPolicyType,
@@ -42,7 +46,7 @@ from t9kjobs.plugin import (
     safe_path_problem,
     ssh_port_field,
 )
-from t9kjobs.plugins.colossalai.launch import script_problem
+from t9kjobs.plugins.colossalai.launch import MASTER_PORT, script_problem
 
 __all__ = [
     "EXTRA_ARG_PATTERN",
@@ -294,4 +298,15 @@ class ColossalAIJobSpec(JobSpec):
             clean_up_policy="All" if clean_up else "None",
             clean_up_keeps=frozenset({LAUNCHER}),
             scheduler=self.scheduler,
+            # `colossalai run` numbers the hostfile's hosts (node ranks) and tells torchrun
+            # worker-0 as the master, on the port the kind documents.
+            distribution=Distribution(
+                unit="node",
+                ranks=(Hostfile("hostfile"),),
+                world_size=(Hostfile("hostfile"),),
+                addresses=(Address(LaunchOption("--master_addr"), LaunchOption("--master_port")),),
+                ports=(MASTER_PORT,),
+                ranked_types=(WORKER,),
+            ),
+            finished_by=(LAUNCHER, 0),  # the launcher's exit decides
         )

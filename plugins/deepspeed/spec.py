@@ -17,8 +17,10 @@ from t9kjobs.plugin import (
     MAX_ARGS,
     MAX_REPLICAS,
     ApiModel,
+    Distribution,
     ElasticConfig,
     GeneratedCommandRunMode,
+    Hostfile,
     JobSpec,
     JobStatus,
     Lifecycle,
@@ -213,7 +215,17 @@ class DeepSpeedJobSpec(JobSpec):
 
     def lifecycle(self) -> Lifecycle:
         """The shared settings; an elastic job runs with as few as minReplicas workers."""
-        life = super().lifecycle()
+        life = replace(
+            super().lifecycle(),
+            # DeepSpeed's launcher numbers the hostfile's slots: a rank a process.
+            distribution=Distribution(
+                unit="process",
+                ranks=(Hostfile("hostfile"),),
+                world_size=(Hostfile("hostfile"),),
+                ranked_types=("worker",),
+            ),
+            finished_by=("worker", 0),  # worker-0 runs the launcher
+        )
         elastic = self.elastic
         if elastic is None or not elastic.enabled or elastic.min_replicas is None:
             return life

@@ -13,6 +13,7 @@ from t9kjobs.plugin import (
     MAX_RULES,
     ApiModel,
     CleanUpPolicy,
+    Distribution,
     JobSpec,
     Lifecycle,
     ReplicaSpec,
@@ -172,4 +173,7 @@ class GenericJobSpec(JobSpec):
             clean_up_policy=self.clean_up_policy,
             scheduler=self.scheduler,
             failure_rules=bool(self.failure_rules),
+            # The operator tells the program no rank and no address: the user's own env and
+            # substitutions do (`$(rank)`, `$(service.master[0].host)`), as the user writes them.
+            distribution=Distribution(),
         )

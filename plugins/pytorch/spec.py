@@ -21,10 +21,14 @@ from t9kjobs.plugin import (
     INT32_MAX,
     MAX_ARGS,
     MAX_PODS,
+    Address,
     ApiModel,
+    Distribution,
     ElasticConfig,
+    EnvVar,
     HeadlessPodTemplate,
     JobSpec,
+    LaunchOption,
     Lifecycle,
     ReplicaSpec,
     ReplicaType,
@@ -39,6 +43,7 @@ from t9kjobs.plugin import (
 )
 
 __all__ = [
+    "MASTER_PORT",
     "MASTER_TYPE",
     "PyTorchReplicaSpec",
     "PyTorchTrainingJobSpec",
@@ -48,6 +53,9 @@ __all__ = [
 
 # The replica type whose pod is rank 0 and decides the job's success.
 MASTER_TYPE = "master"
+# Port of the master's rendezvous / process-group store. T9k documents no default; 23456 is
+# Kubeflow PyTorchJob's, so scripts written for either operator find the same port.
+MASTER_PORT = 23456
 
 _PROCS = re.compile(r"^[1-9][0-9]*$")
 # procPerNode: a number, or a string holding one (or `gpu`).
@@ -197,12 +205,42 @@ class PyTorchTrainingJobSpec(JobSpec):
     def lifecycle(self) -> Lifecycle:
         """The shared settings; elastic jobs run with as few as minReplicas pods plus the master
         (minReplicas does not count the `master` replica, which never scales)."""
-        life = super().lifecycle()
+        life = replace(
+            super().lifecycle(),
+            distribution=self._distribution(),
+            finished_by=(self._rank_zero_type(), 0),
+        )
         elastic = self.elastic
         if elastic is None or not elastic.enabled or elastic.min_replicas is None:
             return life
         masters = sum(1 for rs in self.replica_specs if rs.type == MASTER_TYPE)
         return replace(life, min_available=elastic.min_replicas + masters)
+
+    def _rank_zero_type(self) -> str:
+        """The master type's pod is rank 0 (and decides the job); without one, the first listed
+        type's first pod."""
+        types = [rs.type for rs in self.replica_specs]
+        return MASTER_TYPE if MASTER_TYPE in types else types[0]
+
+    def _distribution(self) -> Distribution:
+        """Node ranks and the node count in PET_NODE_RANK / PET_NNODES (and torchrun's
+        --node_rank / --nnodes), every pod a node; the master's address in MASTER_ADDR,
+        PET_MASTER_ADDR and the rendezvous endpoint. An elastic job's rendezvous numbers the
+        nodes itself."""
+        torchrun = self.torchrun_config is not None and self.torchrun_config.enabled
+        options = torchrun and (self.elastic is None or not self.elastic.enabled)
+        return Distribution(
+            unit="node",
+            ranks=(EnvVar("PET_NODE_RANK"), *((LaunchOption("--node_rank"),) if options else ())),
+            world_size=(EnvVar("PET_NNODES"), *((LaunchOption("--nnodes"),) if torchrun else ())),
+            addresses=(
+                Address(EnvVar("MASTER_ADDR"), EnvVar("MASTER_PORT")),
+                Address(EnvVar("PET_MASTER_ADDR"), EnvVar("PET_MASTER_PORT")),
+                Address(EnvVar("PET_RDZV_ENDPOINT")),
+                Address(LaunchOption("--rdzv_endpoint")),
+            ),
+            ports=(MASTER_PORT,),
+        )
 
     @field_validator("replica_specs")
     @classmethod

@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from t9kjobs.plugin import Job, gpu_count, pod_host, pod_name, training_container
-from t9kjobs.plugins.pytorch.spec import MASTER_TYPE, PyTorchReplicaSpec, PyTorchTrainingJobSpec
+from t9kjobs.plugins.pytorch.spec import (
+    MASTER_PORT,
+    MASTER_TYPE,
+    PyTorchReplicaSpec,
+    PyTorchTrainingJobSpec,
+)
 
 __all__ = [
     "MASTER_PORT",
@@ -25,9 +30,6 @@ __all__ = [
     "topology",
 ]
 
-# Port of the master's rendezvous / process-group store. T9k documents no default; 23456 is
-# Kubeflow PyTorchJob's, so scripts written for either operator find the same port.
-MASTER_PORT = 23456
 # The training container is the one named `python`, else the first (T9k's user guide).
 TRAINING_CONTAINER = "python"
 

@@ -184,6 +184,97 @@ MUTATIONS = {
             "return Failed when any ReplicaState.failed_for_good",
         ],
     ),
+    "world-size-short": (
+        [
+            (
+                "t9kjobs_mpijob/plugin.py",
+                '"-np", str(ranks)',
+                '"-np", str(ranks - 1)',
+            )
+        ],
+        "test_ranks_cover_the_world[pi.yaml]",
+        [
+            "pi.yaml: pod mpi-pi-launcher is told the world size '3' (launch option -np), but"
+            " the 4 slots of the hostfile's 2 ranked pods make 4",
+            "count the world from the replicas",
+        ],
+    ),
+    "hostfile-from-worker-1": (
+        [
+            (
+                "t9kjobs_mpijob/plugin.py",
+                "hosts=_hosts(job), slots=slots",
+                "hosts=_hosts(job)[1:], slots=slots",
+            )
+        ],
+        "test_ranks_cover_the_world[pi.yaml]",
+        [
+            "pi.yaml: the hostfile (ConfigMap mpi-pi-hostfile key hostfile) misses"
+            " ['mpi-pi-worker-0']: their ranks never start",
+        ],
+    ),
+    "coordinator-without-service": (
+        [
+            (
+                "t9kjobs_mpijob/spec.py",
+                'ranked_types=("worker",),',
+                'ranked_types=("worker",), addresses=(Address(EnvVar("COORDINATOR")),),',
+            ),
+            (
+                "t9kjobs_mpijob/spec.py",
+                "    Distribution,\n",
+                "    Address, Distribution, EnvVar,\n",
+            ),
+            (
+                "t9kjobs_mpijob/plugin.py",
+                '    launcher = role == "launcher"\n',
+                '    launcher = role == "launcher"\n'
+                '    for c in manifest["spec"]["containers"]:\n'
+                '        c.setdefault("env", []).append('
+                '{"name": "COORDINATOR", "value": f"{job.name}-coordinator:6666"})\n',
+            ),
+        ],
+        "test_addresses_name_the_job[pi.yaml]",
+        [
+            "pi.yaml: pod mpi-pi-launcher is told env COORDINATOR = 'mpi-pi-coordinator:6666', but"
+            " mpi-pi-coordinator never resolves: mpi-pi-coordinator is no pod and no Service of"
+            " the job",
+            "name a pod as t9kjobs.objects.pod_host(job, pod)",
+        ],
+    ),
+    "bare-worker-address": (
+        [
+            (
+                "t9kjobs_mpijob/plugin.py",
+                '    launcher = role == "launcher"\n',
+                '    launcher = role == "launcher"\n'
+                '    for c in manifest["spec"]["containers"]:\n'
+                '        c.setdefault("env", []).append('
+                '{"name": "FIRST_WORKER", "value": f"{job.name}-worker-0:6666"})\n',
+            ),
+        ],
+        "test_host_names_resolve[pi.yaml]",
+        [
+            "names host 'mpi-pi-worker-0', which never resolves: a pod's bare name resolves only"
+            " inside that pod",
+        ],
+    ),
+    "worker-zero-decides": (
+        [
+            (
+                "t9kjobs_mpijob/plugin.py",
+                'if r.replica_type == "launcher" and r.succeeded and r.final:',
+                "if r.index == 0 and r.succeeded and r.final:",
+            )
+        ],
+        "test_compute_status_pairs_outcomes[pi.yaml]",
+        [
+            "pi.yaml: with mpi-pi-worker-0 (worker) Succeeded beside mpi-pi-worker-1 (worker)"
+            " failed for good, the others Running, compute_status returned Succeeded"
+            " (LauncherSucceeded), where the kind declares Failed",
+            "return Failed when a replica the job needs is ReplicaState.failed_for_good",
+        ],
+    ),
     "uncompilable-cel": (
         [("t9kjobs_mpijob/spec.py", "!self.mpirunArgs.exists(", "!self.mpirunArguments.exists(")],
         "test_crd_is_accepted_by_the_api_server[MPIJob]",

@@ -9,8 +9,8 @@ under the I/O guard.
 This module is the list, in the order the kit runs them; the checks live by what they check:
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
-`behaviour` (mistakes met in real runs), `runnable` (what a real run needs) and `gangs`, all
-in `t9kjobs.testing.kit`.
+`behaviour` (mistakes met in real runs), `runnable` (what a real run needs), `meaning` (ranks,
+world size and addresses, as the kind declares them) and `gangs`, all in `t9kjobs.testing.kit`.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from t9kjobs.testing.kit.declared import (
 )
 from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.gangs import jobs_are_gangs
+from t9kjobs.testing.kit.meaning import addresses_name_the_job, ranks_cover_the_world
 from t9kjobs.testing.kit.noio import HookIOError
 from t9kjobs.testing.kit.queues import jobs_wait_in_queues
 from t9kjobs.testing.kit.runnable import (
@@ -59,6 +60,7 @@ from t9kjobs.testing.kit.verdicts import (
     compute_status_never_regresses,
     compute_status_no_pods,
     compute_status_one_failed,
+    compute_status_pairs_outcomes,
 )
 from t9kjobs.testing.kit.violation import ContractViolation
 
@@ -120,6 +122,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("compute_status_all_succeeded", compute_status_all_succeeded),
     Contract("compute_status_one_failed", compute_status_one_failed),
     Contract("compute_status_fails_on_lost_replicas", compute_status_fails_on_lost_replicas),
+    Contract("compute_status_pairs_outcomes", compute_status_pairs_outcomes),
     Contract("compute_status_never_regresses", compute_status_never_regresses),
     Contract("hooks_do_no_io", hooks_do_no_io),
     Contract(
@@ -136,6 +139,8 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("host_names_resolve", host_names_resolve),
     Contract("scripts_parse", scripts_parse),
     Contract("arguments_survive_the_shell", arguments_survive_the_shell),
+    Contract("ranks_cover_the_world", ranks_cover_the_world),
+    Contract("addresses_name_the_job", addresses_name_the_job),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

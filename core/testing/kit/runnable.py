@@ -12,6 +12,11 @@ reconcile (what `t9kjobs render` prints):
   ConfigMaps (a key ending in `.sh`, or a text starting with `#!` and naming a shell);
 - an argument the user wrote with quotes, spaces, `$` and a newline reaches the command
   unchanged: one word, every character literal (`t9kjobs.testing.kit.shellwords`).
+
+Only what the plugin wrote is judged: a container's `sh -c` script that is a string of the
+user's spec as written (a sidecar's `while true; ...` loop, a debug command) is the user's own,
+passed through untouched, and no check of the kit's to pass or fail; a plugin that rewrites or
+wraps it is judged on what it made of it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,11 @@ __all__ = [
     "TRICKY_ARGUMENT",
     "arguments_survive_the_shell",
     "host_names_resolve",
+    "pod_hostname",
     "scripts_parse",
+    "shell_script",
+    "unresolved",
+    "user_strings",
 ]
 
 # What an argument may hold: a quote (unbalanced), spaces, an expansion, a newline, a backquote.
@@ -48,6 +57,8 @@ _DNS_NAME = re.compile(
     r"(?<![A-Za-z0-9_./-])[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)+"
     r"(?![A-Za-z0-9_/-]|\.[A-Za-z0-9])"
 )
+# A host without a dot before a port (`<job>-worker-0:6666`): an address, never a file.
+_BARE_ADDRESS = re.compile(r"(?<![A-Za-z0-9_./:-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?):[0-9]{1,5}\b")
 # What ends a file name rather than a host name (`--config=<job>-ds.json`).
 _FILE_SUFFIXES = frozenset(
     {"json", "yaml", "yml", "txt", "sh", "py", "conf", "cfg", "ini", "toml", "log", "csv", "pt"}
@@ -97,7 +108,27 @@ def _texts(created: Sequence[Obj]) -> Iterator[_Text]:
                         yield _Text(f"{at} env {env.get('name')}", env["value"])
 
 
-def _scripts(created: Sequence[Obj]) -> Iterator[_Script]:
+def user_strings(manifest: Obj) -> frozenset[str]:
+    """Every string the user wrote in the spec: a script equal to one is the user's own."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(manifest.get("spec"))
+    return frozenset(found)
+
+
+def _scripts(created: Sequence[Obj], users: frozenset[str] = frozenset()) -> Iterator[_Script]:
+    """The scripts the pods run, but for a container's that is a string of the user's spec as
+    written (`users`): the user's own command, passed through untouched."""
     for obj in created:
         name = obj["metadata"]["name"]
         if obj.get("kind") == "ConfigMap":
@@ -109,13 +140,13 @@ def _scripts(created: Sequence[Obj]) -> Iterator[_Script]:
         elif obj.get("kind") == "Pod":
             for container in _containers(obj):
                 argv = [*(container.get("command") or []), *(container.get("args") or [])]
-                script = _shell_script(argv)
-                if script is not None:
+                script = shell_script(argv)
+                if script is not None and script not in users:
                     at = f"pod {name} container {container.get('name')}"
                     yield _Script(f"{at} ({argv[0]} -c)", script)
 
 
-def _shell_script(argv: list[Any]) -> str | None:
+def shell_script(argv: list[Any]) -> str | None:
     """The script of `sh -c SCRIPT ...` (options such as `-ec` too), else None."""
     if not argv or not isinstance(argv[0], str) or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
         return None
@@ -135,7 +166,7 @@ def _pods(created: Sequence[Obj]) -> list[Obj]:
     return [o for o in created if o.get("kind") == "Pod"]
 
 
-def _hostname(pod: Obj) -> str:
+def pod_hostname(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("hostname") or pod["metadata"]["name"])
 
 
@@ -149,17 +180,19 @@ def _headless(service: Obj) -> bool:
     return (service.get("spec") or {}).get("clusterIP") == "None"
 
 
-def _unresolved(host: str, job: str, namespace: str, created: Sequence[Obj]) -> str | None:
+def unresolved(host: str, job: str, namespace: str, created: Sequence[Obj]) -> str | None:
     """Why `host` names something of the job that never resolves; None if it resolves or is
     not the job's."""
     labels = host.split(".")
-    pods = {_hostname(p): p for p in _pods(created)}
+    pods = {pod_hostname(p): p for p in _pods(created)}
     services = {o["metadata"]["name"]: o for o in created if o.get("kind") == "Service"}
     first = labels[0]
     if first not in pods and first not in services and not first.startswith(f"{job}-"):
         return None  # not a name of this job's: an image registry, a file, a package
     rest = labels[1:]
-    if first in pods:
+    # A Service named as a pod (GenericJob's Service a replica) serves the bare name.
+    service_first = first in services and (not rest or rest[0] == namespace)
+    if first in pods and not service_first:
         pod = pods[first]
         subdomain = (pod.get("spec") or {}).get("subdomain")
         if not rest:
@@ -198,18 +231,27 @@ def host_names_resolve(subject: Subject, example: Example) -> None:
     that `spec.subdomain` and a headless Service of that name selects it (optionally followed by
     the job's namespace), or a Service's name. In a ConfigMap key naming hosts (`hostfile`),
     each line's first word is a host, and a pod's bare name (which resolves only inside itself)
-    does not do.
+    does not do. Names without a dot are checked too where they are an address (`NAME:PORT`) or
+    a whole env value naming a pod. A string of the user's spec passed through as written is
+    the user's, not checked.
     """
     job = subject.job(example)
     created = subject.first_reconcile(job).create
     namespace = job.namespace
+    users = user_strings(example.manifest)
+    pod_names = {pod_hostname(p) for p in _pods(created)}
     for text in _texts(created):
+        if text.text in users:
+            continue  # the user's own string, passed through as written
         hosts = [m.group(0) for m in _DNS_NAME.finditer(text.text)]
+        hosts += [m.group(1) for m in _BARE_ADDRESS.finditer(text.text)]
+        if text.text.strip() in pod_names:
+            hosts.append(text.text.strip())  # an env value that is a pod's bare name
         if text.hostfile:
             lines = (line.split() for line in text.text.splitlines())
             hosts += [w[0] for w in lines if w and not w[0].startswith("#") and "." not in w[0]]
         for host in hosts:
-            why = _unresolved(host, job.name, namespace, created)
+            why = unresolved(host, job.name, namespace, created)
             if why is not None:
                 raise ContractViolation(
                     f"{example.id}: {text.where} names host {host!r}, which never resolves:"
@@ -236,10 +278,13 @@ def scripts_parse(subject: Subject, example: Example) -> None:
 
     The scripts of the first reconcile: a container's `sh -c`/`bash -c` command (options such
     as `-ec` too) and ConfigMap entries that are scripts (a key ending in `.sh`, or a first line
-    `#!` naming a shell). Build command lines with `shlex.join` and values with `shlex.quote`.
+    `#!` naming a shell); not a container's script the user wrote as it stands (a sidecar's
+    `sh -c` loop passed through untouched). Build command lines with `shlex.join` and values
+    with `shlex.quote`.
     """
     job = subject.job(example)
-    for script in _scripts(subject.first_reconcile(job).create):
+    users = user_strings(example.manifest)
+    for script in _scripts(subject.first_reconcile(job).create, users):
         complaint = _bash_n(script.text)
         if complaint is not None:
             raise ContractViolation(
@@ -284,11 +329,16 @@ def arguments_survive_the_shell(subject: Subject, example: Example) -> None:
     script of the first reconcile, the kit writes instead an argument with a quote, spaces,
     `$HOME`, a newline and a backquote: the scripts must still parse, and hold it as one
     word, every character literal (neither split nor expanded), read by the script's shell or,
-    quoted once more for each, by the shells it hands the line on to (`ssh host CMD`). Build
-    command lines with `shlex.join(argv)`.
+    quoted once more for each, by the shells it hands the line on to (`ssh host CMD`). A
+    container's script that is the user's own string as written (a sidecar's `sh -c` loop) is
+    not the plugin's and not judged; one the plugin rewrote or wrapped is. Build command lines
+    with `shlex.join(argv)`.
     """
     job = subject.job(example)
-    scripts = [s.text for s in _scripts(subject.first_reconcile(job).create)]
+    scripts = [
+        s.text
+        for s in _scripts(subject.first_reconcile(job).create, user_strings(example.manifest))
+    ]
     if not scripts:
         return
     hooks = subject.hooks(job.kind)
@@ -304,7 +354,8 @@ def arguments_survive_the_shell(subject: Subject, example: Example) -> None:
             continue  # the field does not take such a value: nothing to carry
         if any(p.severity == "error" for p in hooks.validate(changed)):
             continue
-        for script in _scripts(subject.first_reconcile(changed).create):
+        users = user_strings(manifest)
+        for script in _scripts(subject.first_reconcile(changed).create, users):
             _check_carried(example, path, script)
 
 

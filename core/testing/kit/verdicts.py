@@ -8,7 +8,11 @@ plugin builds for a valid example; the contracts on restarts and status fields a
 
 from __future__ import annotations
 
-from t9kjobs.models import FINISHED_PHASES, Job
+from collections.abc import Sequence
+
+from t9kjobs.kinds import ReplicaState
+from t9kjobs.models import FINISHED_PHASES, Job, Lifecycle
+from t9kjobs.objects import DesiredPod
 from t9kjobs.testing.kit.calls import EXIT_CODE as _EXIT_CODE
 from t9kjobs.testing.kit.calls import describe as _describe
 from t9kjobs.testing.kit.calls import plan_at
@@ -24,6 +28,7 @@ __all__ = [
     "compute_status_never_regresses",
     "compute_status_no_pods",
     "compute_status_one_failed",
+    "compute_status_pairs_outcomes",
 ]
 
 
@@ -93,7 +98,8 @@ def compute_status_fails_on_lost_replicas(subject: Subject, example: Example) ->
     A job that needs every pod (`Lifecycle.min_available` None, or not below the pod count)
     must then be Failed: its launcher or its collective may wait for the lost rank for ever
     (an ssh session to a host that is gone, a rendezvous), and the job would stay Running. An
-    elastic job that can spare the pod may wait; a kind whose user-written rules decide
+    elastic job that can spare the pod may wait, and so may one whose kind declares it may lose
+    the pod's replica type (`Lifecycle.may_lose`); a kind whose user-written rules decide
     (`Lifecycle.failure_rules`, GenericJob's `failureRules`) is judged by its rules' tests.
     """
     hooks, job, pods = _status_setup(subject, example)
@@ -101,6 +107,8 @@ def compute_status_fails_on_lost_replicas(subject: Subject, example: Example) ->
     if life.failure_rules or (life.min_available is not None and life.min_available < len(pods)):
         return
     for i, pod in enumerate(pods):
+        if pod.replica_type in life.may_lose:
+            continue  # declared: the job may lose this type's replicas
         states = replica_states(pods, "Failed", exit_code=_EXIT_CODE, final=True, only=i)
         verdict = _verdict(hooks, job, states)
         if verdict is None or verdict.outcome != "Failed":
@@ -110,7 +118,8 @@ def compute_status_fails_on_lost_replicas(subject: Subject, example: Example) ->
                 f" others Running, compute_status returned {got}: the job needs every pod"
                 " (Lifecycle.min_available is not below the pod count), so it would stay"
                 " Running without it; return Failed when any ReplicaState.failed_for_good, or"
-                " declare the pods it can spare in JobSpec.lifecycle() (min_available)"
+                " declare the pods it can spare in JobSpec.lifecycle() (min_available, or the"
+                " replica types it may lose: may_lose)"
             )
 
 
@@ -167,3 +176,123 @@ def _never_regresses_in_engine(subject: Subject, job: Job) -> None:
                     f" {later_phase or 'gone'}: phase {later.status.phase}, created"
                     f" {len(later.create)}, updated {len(later.update)} objects"
                 )
+
+
+def _pairing(pods: Sequence[DesiredPod], first: int, other: int, state: str) -> list[ReplicaState]:
+    """Pod `first` succeeded, pod `other` in `state` (lost for good, running, restarting), the
+    others Running."""
+    out = []
+    for i, pod in enumerate(pods):
+        if i == first:
+            out.append(ReplicaState(pod.replica_type, pod.index, pod.name, "Succeeded", 0, True))
+        elif i == other:
+            code = _EXIT_CODE if state in ("Failed", "Restarting") else None
+            final = state == "Failed"
+            out.append(ReplicaState(pod.replica_type, pod.index, pod.name, state, code, final))
+        else:
+            out.append(ReplicaState(pod.replica_type, pod.index, pod.name, "Running"))
+    return out
+
+
+_SAID = {"Failed": "failed for good", "Running": "still running", "Restarting": "restarting"}
+
+
+def _expected(life: Lifecycle, decides: bool, other: DesiredPod, state: str) -> set[str | None]:
+    """The verdicts the kind's declaration allows for a pairing (None: no verdict yet)."""
+    if life.finished_by is None and not life.may_lose:
+        # Not declared: only what holds whatever replica decides (a replica still running or
+        # restarting fails no job); the rest waits for the declaration.
+        return {None, "Succeeded", "Failed"} if state == "Failed" else {None, "Succeeded"}
+    if decides:  # its success alone finishes the job, whatever the others do
+        return {"Succeeded"} if state != "Failed" else {"Succeeded", "Failed"}
+    if state != "Failed":
+        return {None}  # one still runs: neither done nor failed
+    if other.replica_type in life.may_lose:
+        return {None}
+    if life.min_available is not None:
+        return {None, "Failed"}  # an elastic job may carry on without it
+    return {"Failed"}
+
+
+def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
+    """A succeeded replica beside a lost, running or restarting one: the verdict declared.
+
+    For each replica type, its first pod `Succeeded` beside each other pod in turn failed for
+    good, `Running` or `Restarting` (the rest `Running`), judged against what the kind declares
+    in `JobSpec.lifecycle()`: when the succeeded pod is the one whose success finishes the job
+    (`finished_by`, a launcher or a master), Succeeded (or Failed beside a lost one); else no
+    verdict beside a running or restarting one, and Failed beside one lost for good, unless its
+    replica type may be lost (`may_lose`: no verdict) or the job is elastic (`min_available`:
+    no verdict or Failed). A kind that declares neither (`finished_by` None) is only held to
+    no Failed beside a running or restarting replica (a new contract of a minor version may not
+    fail a plugin that met the old ones); a kind whose user-written rules decide
+    (`failure_rules`) is judged by its rules' tests.
+    """
+    hooks, job, pods = _status_setup(subject, example)
+    life = job.spec.lifecycle()
+    if life.failure_rules:
+        return
+    firsts: dict[str, int] = {}
+    for i, pod in enumerate(pods):
+        firsts.setdefault(pod.replica_type, i)
+    for first in firsts.values():
+        winner = pods[first]
+        decides = life.finished_by == (winner.replica_type, winner.index)
+        # Its own type's other pods first: worker-0 beside worker-1 is the likeliest mistake.
+        others = sorted(
+            (i for i in range(len(pods)) if i != first),
+            key=lambda i: pods[i].replica_type != winner.replica_type,
+        )
+        for other in others:
+            pod = pods[other]
+            for state in ("Failed", "Running", "Restarting"):
+                states = _pairing(pods, first, other, state)
+                found = _verdict(hooks, job, states)
+                allowed = _expected(life, decides, pod, state)
+                got = None if found is None else found.outcome
+                if got in allowed:
+                    continue
+                said = " or ".join(
+                    "no verdict" if a is None else a for a in sorted(allowed, key=str)
+                )
+                raise ContractViolation(
+                    f"{example.id}: with {winner.name} ({winner.replica_type}) Succeeded beside"
+                    f" {pod.name} ({pod.replica_type}) {_SAID[state]}, the others Running,"
+                    f" compute_status returned {got or 'no verdict'}"
+                    f"{f' ({found.reason})' if found else ''}, where the kind declares {said}"
+                    f": {_why(life, decides, winner, pod, state, pods)}"
+                )
+
+
+def _why(
+    life: Lifecycle,
+    decides: bool,
+    winner: DesiredPod,
+    other: DesiredPod,
+    state: str,
+    pods: Sequence[DesiredPod],
+) -> str:
+    if decides:
+        return (
+            f"{winner.name} is the replica whose success finishes the job"
+            f" (Lifecycle.finished_by {life.finished_by}); return Succeeded when it succeeded"
+        )
+    names = {(p.replica_type, p.index): p.name for p in pods}
+    if life.finished_by is None and not life.may_lose:
+        return f"a replica still running or restarting ({other.name}) fails no job"
+    finisher = "the job succeeds when every replica has (Lifecycle.finished_by 'all')"
+    if isinstance(life.finished_by, tuple):
+        who = names.get(life.finished_by, str(life.finished_by))
+        finisher = f"only {who}'s success finishes the job (Lifecycle.finished_by)"
+
+    if state != "Failed" or other.replica_type in life.may_lose:
+        return (
+            f"{finisher}, and {other.name} may still finish: judge Succeeded only from the"
+            " replica that finishes the job, or when every replica succeeded; declare the"
+            " replica whose success alone finishes it as Lifecycle.finished_by"
+        )
+    return (
+        f"{finisher}, and {other.name} is lost for good: return Failed when a replica the job"
+        " needs is ReplicaState.failed_for_good (t9kjobs.plugin.replicas_lost), or declare the"
+        " replica types it may lose (Lifecycle.may_lose)"
+    )

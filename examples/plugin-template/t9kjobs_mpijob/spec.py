@@ -9,12 +9,17 @@ on a real API server and checks that the invalid examples are refused at the pat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 from t9kjobs.plugin import (
     ApiModel,
+    Distribution,
+    Hostfile,
     JobSpec,
+    LaunchOption,
+    Lifecycle,
     PodTemplate,
     RestartPolicyType,
     RunMode,
@@ -79,6 +84,21 @@ class MPIJobSpec(JobSpec):
     scheduler: SchedulePolicy | None = Field(default=None, description="Gang scheduling.")
     launcher: Launcher = Field(description="The launcher pod.")
     worker: Workers = Field(description="The worker pods.")
+
+    def lifecycle(self) -> Lifecycle:
+        """What the job means, for the conformance kit: mpirun numbers the hostfile's slots
+        (a rank a process, on the workers only) and starts `-np` of them; the launcher's exit
+        alone decides the job (its success means every rank finished)."""
+        return replace(
+            super().lifecycle(),
+            distribution=Distribution(
+                unit="process",
+                ranks=(Hostfile("hostfile"),),
+                world_size=(Hostfile("hostfile"), LaunchOption("-np")),
+                ranked_types=("worker",),
+            ),
+            finished_by=("launcher", 0),
+        )
 
     @field_validator("mpirun_args")
     @classmethod

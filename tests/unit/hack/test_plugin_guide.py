@@ -345,3 +345,23 @@ def test_the_guide_links_to_the_template_s_files() -> None:
     text = GUIDE.read_text()
     for name in ("pyproject.toml", "t9kjobs_mpijob/spec.py", "t9kjobs_mpijob/plugin.py", "ci.sh"):
         assert f"(../examples/plugin-template/{name})" in text
+
+
+# The doors a plugin may import t9kjobs through (docs/plugin-api.txt lists both).
+_DOORS = ("t9kjobs.plugin", "t9kjobs.testing.fixtures")
+
+
+def test_the_template_imports_t9kjobs_only_through_its_public_doors() -> None:
+    """What the template shows is what the stability promise covers: its code and its tests
+    import `t9kjobs.plugin` and `t9kjobs.testing.fixtures`, nothing internal (an author who
+    copies `t9kjobs.loading` from it would lean on a module any release may change)."""
+    imports = re.compile(r"^\s*(?:from|import)\s+(t9kjobs[\w.]*)", re.M)
+    found = {
+        (str(path.relative_to(TEMPLATE)), module)
+        for path in _template_files()
+        if path.suffix == ".py"
+        for module in imports.findall(path.read_text())
+    }
+    assert found, "the template imports nothing from t9kjobs: the pattern is wrong"
+    inner = sorted((f, m) for f, m in found if m not in _DOORS and not m.startswith("t9kjobs_"))
+    assert not inner, f"the template imports internal modules: {inner}"

@@ -131,6 +131,7 @@ ALL_CONTRACTS = {
             "compute_status_all_succeeded",
             "compute_status_one_failed",
             "compute_status_fails_on_lost_replicas",
+            "compute_status_pairs_outcomes",
             "compute_status_never_regresses",
             "hooks_do_no_io",
             "compute_status_waits_for_restarting_replicas",
@@ -144,6 +145,8 @@ ALL_CONTRACTS = {
             "host_names_resolve",
             "scripts_parse",
             "arguments_survive_the_shell",
+            "ranks_cover_the_world",
+            "addresses_name_the_job",
         )
     ),
 }
@@ -216,7 +219,13 @@ spec:
       replicas: 2
       template:
         spec:
-          containers: [{name: main, image: busybox, args: [train.py, --epochs, "3"]}]
+          containers:
+            - {name: main, image: busybox, args: [train.py, --epochs, "3"]}
+            # The user's own sidecar: the plugin passes its `sh -c` script through untouched,
+            # and the kit's shell checks must not judge it (it is no launch line of the plugin).
+            - name: heartbeat
+              image: busybox
+              command: [sh, -c, "while true; do echo \\"it's up\\"; sleep 60; done"]
 """
 
 

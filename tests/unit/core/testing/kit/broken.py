@@ -10,13 +10,20 @@ from __future__ import annotations
 
 __all__ = [
     "ADMISSION_ONLY_RULE",
+    "BARE_POD_COORDINATOR",
+    "COORDINATOR_WITHOUT_SERVICE",
+    "EVERY_REPLICA_FINISHES",
     "FIXED_STATUS",
     "FIXED_SUBDOMAIN",
     "HOSTS_WITHOUT_SUBDOMAIN",
     "INVALID_EXAMPLE_ADMITTED",
+    "JAX_LIKE",
     "LOST_REPLICA_IGNORED",
+    "MANGLES_USER_COMMAND",
+    "MAY_LOSE_WORKERS",
     "MOUNTS_UNDECLARED_SECRET",
     "OUT_OF_THE_GANG",
+    "RANKS_FROM_ONE",
     "RESTARTING_COUNTS_AS_DONE",
     "RESTART_POLICY_IGNORED",
     "RUN_MODE_PROBLEMS_DROPPED",
@@ -27,6 +34,8 @@ __all__ = [
     "UNCOMPILABLE_CEL_RULE",
     "UNKNOWN_TRAINING_CONTAINER",
     "UNRESOLVABLE_HOST",
+    "WORKER_ZERO_DECIDES",
+    "WORLD_SIZE_SHORT",
     "with_spec_rule",
 ]
 
@@ -92,6 +101,19 @@ SCRIPT_THAT_DOES_NOT_PARSE = """
 @hookimpl
 def t9kjobs_build_launch_command(job, pod):
     return ["sh", "-c", "if [ -f /etc/hosts ]; then echo ok"]
+"""
+
+# The user's sidecar command flattened into a line of the plugin's own with " ".join: the
+# user's `sh -c "while true; ..."` loses its quoting (the kit judges what the plugin made of it).
+MANGLES_USER_COMMAND = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for pod in pods:
+        for container in pod.manifest["spec"]["containers"][1:]:
+            line = " ".join(container.get("command") or [])
+            container["command"] = ["/bin/sh", "-c", "exec " + line]
+    return pods
 """
 
 # Only the first replica's failure counts: another lost for good leaves the job Running.
@@ -213,3 +235,107 @@ def t9kjobs_validate(job):
 ADMISSION_ONLY_RULE = with_spec_rule(
     "self.replicaSpecs.all(r, r.replicas <= 4)", "at most 4 replicas of each type", ".replicaSpecs"
 )
+
+
+# Not broken: the good plugin as a JAX-like kind that declares what its program is told (every
+# worker gets the coordinator `<worker-0>.<job>:6666`, its process id and the process count).
+# The copies below break one of them each, as a JAXJob plugin written from the docs did.
+JAX_LIKE = """
+from dataclasses import replace
+
+from t9kjobs.plugin import Address, Distribution, EnvVar
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), distribution=Distribution(
+            unit="process",
+            ranks=(EnvVar("JAX_PROCESS_ID"),),
+            world_size=(EnvVar("JAX_NUM_PROCESSES"),),
+            addresses=(Address(EnvVar("JAX_COORDINATOR_ADDRESS")),),
+            ports=(6666,),
+        ))
+
+
+def coordinator(job, pods):
+    return f"{pod_host(job, pods[0].name)}:6666"
+
+
+def process_id(pods, i):
+    return i
+
+
+def process_count(pods):
+    return len(pods)
+
+
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for i, pod in enumerate(pods):
+        pod.manifest["spec"]["containers"][0].setdefault("env", []).extend([
+            {"name": "JAX_COORDINATOR_ADDRESS", "value": coordinator(job, pods)},
+            {"name": "JAX_PROCESS_ID", "value": str(process_id(pods, i))},
+            {"name": "JAX_NUM_PROCESSES", "value": str(process_count(pods))},
+        ])
+    return pods
+"""
+RANKS_FROM_ONE = (
+    JAX_LIKE
+    + """
+def process_id(pods, i):
+    return i + 1
+"""
+)
+WORLD_SIZE_SHORT = (
+    JAX_LIKE
+    + """
+def process_count(pods):
+    return len(pods) - 1
+"""
+)
+COORDINATOR_WITHOUT_SERVICE = (
+    JAX_LIKE
+    + """
+def coordinator(job, pods):
+    return f"{job.name}-coordinator:6666"
+"""
+)
+BARE_POD_COORDINATOR = (
+    JAX_LIKE
+    + """
+def coordinator(job, pods):
+    return f"{pods[0].name}:6666"
+"""
+)
+
+# Not broken: the kind declares that it succeeds when every replica has.
+EVERY_REPLICA_FINISHES = """
+from dataclasses import replace
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finished_by="all")
+"""
+
+# The kind declares it may lose its workers (as a TFJob its evaluator), but its verdict still
+# fails the job on any replica lost for good.
+MAY_LOSE_WORKERS = """
+from dataclasses import replace
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finished_by="all", may_lose=frozenset({"worker"}))
+"""
+
+# worker-0's success makes the job Succeeded, whatever the other workers do.
+WORKER_ZERO_DECIDES = """
+@hookimpl
+def t9kjobs_compute_status(replicas):
+    for r in replicas:
+        if r.index == 0 and r.succeeded:
+            return Verdict("Succeeded", "WorkerSucceeded", f"{r.name} succeeded")
+    return judge(replicas)
+"""

@@ -72,7 +72,7 @@ BROKEN: list[tuple[str, str, list[str]]] = [
         "test_training_container_exists[job.yaml]",
         [
             "conf-worker-0: DesiredPod.training_container is 'trainer', but the pod's containers"
-            " are ['main']: name a container of the replica's template",
+            " are ['main', 'heartbeat']: name a container of the replica's template",
         ],
     ),
     (
@@ -184,6 +184,109 @@ def test_a_broken_plugin_fails_its_contract_only(
         assert text in run.failed[contract]
 
 
+def test_a_users_sidecar_passes_and_a_plugin_that_mangles_it_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    """The example's sidecar runs `sh -c "while true; ..."`: the good plugin passes it through
+    and passes the shell checks (the script is the user's); a plugin that flattens the user's
+    command into a line of its own fails them, on what it made of it."""
+    run = kit_on(pytester, "conf_mangles", broken.MANGLES_USER_COMMAND)
+    assert set(run.failed) == {
+        "test_scripts_parse[job.yaml]",
+        "test_arguments_survive_the_shell[job.yaml]",
+    }, set(run.failed)
+    assert (
+        "the script of pod conf-worker-0 container heartbeat (/bin/sh -c) does not parse"
+        in (run.failed["test_scripts_parse[job.yaml]"])
+    )
+    assert "containers[1].command[0] = " in run.failed["test_arguments_survive_the_shell[job.yaml]"]
+    good = fixed_run(pytester, "conf_mangles", "")
+    assert good.failed == {}
+    assert {"test_scripts_parse[job.yaml]", "test_arguments_survive_the_shell[job.yaml]"} <= (
+        good.passed
+    )
+
+
+# A JAX-like kind's broken copies: (copy, the contracts it fails, what the report says).
+MEANING: list[tuple[str, set[str], list[str]]] = [
+    (
+        broken.RANKS_FROM_ONE,
+        {"test_ranks_cover_the_world[job.yaml]"},
+        [
+            "job.yaml: the ranks (env JAX_PROCESS_ID) of the job's 2 ranked pods are"
+            " conf-worker-0: 1, conf-worker-1: 2; they must be exactly 0..1",
+            "number them from 0",
+        ],
+    ),
+    (
+        broken.WORLD_SIZE_SHORT,
+        {"test_ranks_cover_the_world[job.yaml]"},
+        [
+            "job.yaml: pod conf-worker-0 is told the world size '1' (env JAX_NUM_PROCESSES),"
+            " but the job's 2 ranked pods (processes: one rank each) make 2",
+        ],
+    ),
+    (
+        broken.COORDINATOR_WITHOUT_SERVICE,
+        {"test_addresses_name_the_job[job.yaml]", "test_host_names_resolve[job.yaml]"},
+        [
+            "pod conf-worker-0 is told env JAX_COORDINATOR_ADDRESS = 'conf-coordinator:6666',"
+            " but conf-coordinator never resolves: conf-coordinator is no pod and no Service"
+            " of the job",
+            "name a pod as t9kjobs.objects.pod_host(job, pod)",
+        ],
+    ),
+    (
+        broken.BARE_POD_COORDINATOR,
+        {"test_addresses_name_the_job[job.yaml]", "test_host_names_resolve[job.yaml]"},
+        [
+            "pod conf-worker-0 is told env JAX_COORDINATOR_ADDRESS = 'conf-worker-0:6666', but"
+            " conf-worker-0 never resolves: a pod's bare name resolves only inside that pod",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "contracts", "says"),
+    MEANING,
+    ids=["ranks-from-one", "world-size-short", "coordinator-without-service", "bare-pod"],
+)
+def test_a_broken_copy_of_a_jax_like_kind_fails_on_what_its_program_is_told(
+    pytester: pytest.Pytester, source: str, contracts: set[str], says: list[str]
+) -> None:
+    run = kit_on(pytester, "conf_meaning", source)
+    assert set(run.failed) == contracts, set(run.failed)
+    report = "\n".join(run.failed.values())
+    for text in says:
+        assert text in report, report
+
+
+def test_the_jax_like_kind_passes_and_its_contracts_are_checked(pytester: pytest.Pytester) -> None:
+    run = kit_on(pytester, "conf_jax", broken.JAX_LIKE)
+    assert run.failed == {}
+    assert {
+        "test_ranks_cover_the_world[job.yaml]",
+        "test_addresses_name_the_job[job.yaml]",
+    } <= run.passed
+
+
+def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.Pytester) -> None:
+    """The kind declares that every replica must succeed; its verdict lets worker-0's success
+    finish the job while worker-1 is lost for good. Undeclared, the same verdict passes (a
+    contract a minor version adds may not fail a plugin that met the old ones)."""
+    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES + broken.EVERY_REPLICA_FINISHES)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
+        " good, the others Running, compute_status returned Succeeded (WorkerSucceeded), where"
+        " the kind declares Failed"
+    ) in report, report
+    assert "return Failed when a replica the job needs is ReplicaState.failed_for_good" in report
+    undeclared = fixed_run(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
+    assert "test_compute_status_pairs_outcomes[job.yaml]" in undeclared.passed
+
+
 @pytest.mark.parametrize(
     ("source", "fixed", "contract"),
     [
@@ -269,3 +372,20 @@ def test_without_an_api_server_the_admission_tests_fail_saying_where_it_looked(
         assert "the admission tier needs an API server: no etcd and kube-apiserver" in report
         assert f"in {pytester.path / 'no-cache'}/bin/k8s-*" in report
         assert "give --t9kjobs-kubeconfig=PATH" in report
+
+
+def test_a_verdict_that_fails_on_a_replica_the_kind_may_lose_fails_the_pairing(
+    pytester: pytest.Pytester,
+) -> None:
+    """Declared by replica type (`Lifecycle.may_lose`), not as a pod count: the pairing of a
+    succeeded worker with a lost one must then give no verdict; the lost-replica contract spares
+    the declared type."""
+    run = kit_on(pytester, "conf_may_lose", broken.MAY_LOSE_WORKERS)
+    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for good,"
+        " the others Running, compute_status returned Failed (ReplicaFailed), where the kind"
+        " declares no verdict"
+    ) in report, report
+    assert "test_compute_status_fails_on_lost_replicas[job.yaml]" in run.passed

@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from t9kjobs.testing.kit.runnable import TRICKY_ARGUMENT, _carried, _shell_script, _unresolved
+from t9kjobs.testing.kit.runnable import TRICKY_ARGUMENT, _carried, shell_script, unresolved
 from t9kjobs.testing.kit.shellwords import words
 
 _POD = {"kind": "Pod", "metadata": {"name": "j-worker-0", "labels": {"job": "j"}}}
@@ -34,7 +34,7 @@ CHILDREN = [{**_POD, "spec": {"subdomain": "j"}}, _SERVICE]
     ],
 )
 def test_which_host_names_resolve(host: str, why: str | None) -> None:
-    found = _unresolved(host, "j", "ns", CHILDREN)
+    found = unresolved(host, "j", "ns", CHILDREN)
     assert (found is None) if why is None else (found is not None and why in found), found
 
 
@@ -42,9 +42,9 @@ def test_a_subdomain_needs_a_headless_service_that_selects_the_pod() -> None:
     cluster_ip = {**_SERVICE, "spec": {**_SERVICE["spec"], "clusterIP": "10.0.0.1"}}
     unselected = {**_SERVICE, "spec": {"clusterIP": "None", "selector": {"job": "k"}}}
     for service in (cluster_ip, unselected):
-        found = _unresolved("j-worker-0.j", "j", "ns", [CHILDREN[0], service])
+        found = unresolved("j-worker-0.j", "j", "ns", [CHILDREN[0], service])
         assert found is not None and "no headless Service 'j'" in found
-    without = _unresolved("j-worker-0.j", "j", "ns", [{**_POD, "spec": {}}, _SERVICE])
+    without = unresolved("j-worker-0.j", "j", "ns", [{**_POD, "spec": {}}, _SERVICE])
     assert without is not None and "has no spec.subdomain" in without
 
 
@@ -60,7 +60,7 @@ def test_a_subdomain_needs_a_headless_service_that_selects_the_pod() -> None:
     ],
 )
 def test_the_script_of_a_shell_command(argv: list[str], script: str | None) -> None:
-    assert _shell_script(argv) == script
+    assert shell_script(argv) == script
 
 
 def test_bash_keeps_a_quoted_argument_whole_and_literal() -> None:
