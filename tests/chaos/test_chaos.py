@@ -204,6 +204,7 @@ class Chaos:
                 self.faults.append(getattr(self, f"_{step}")())
             if step is not None:
                 time.sleep(3)
+        self.lost.release()
 
     def pauses(self) -> list[tuple[float, float]]:
         """When the operator could not act: from each fault until a live leader again."""
