@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress soak chaos demo demo-sim mutate clean
+.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress bench-recovery soak chaos demo demo-sim mutate clean
 
 # EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
 # `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
@@ -96,6 +96,12 @@ soak: $(STAMP)
 bench-progress: $(STAMP)
 	$(BIN)/python -m bench.progress $(PROGRESS_ARGS)
 	$(BIN)/python -m bench.progress --ours-arg=--progress-qps=0 $(PROGRESS_ARGS)
+
+# Lost nodes on KWOK (docs/benchmarks.md, "Recovery"): a node under a running job made
+# unreachable, NotReady or deleted, N times each; the time until the job's pod runs elsewhere
+# (min / median / max). About 5 min, never in CI. RECOVERY_ARGS="--repetitions 3" for less.
+bench-recovery: $(STAMP)
+	$(BIN)/python -m bench.recovery $(RECOVERY_ARGS)
 
 # The chaos tier at full size (docs/reliability.md): 200 jobs while the operator's two replicas
 # are killed 3 times and frozen twice and kube-apiserver restarted once. `make test` runs it

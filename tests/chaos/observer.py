@@ -2,15 +2,19 @@
 (not the operator's informers) of the pods and of every job kind, judging each change as it
 comes: two pods of one replica alive at once, a job's status going back (phase, restart counts,
 completion time). After a broken watch it lists again; a list shows no history, so it can miss a
-violation in that gap, never invent one."""
+violation in that gap, never invent one. It also follows the nodes, and hands every node, pod and
+job event, with the time it saw it, to a `Ledger` (stranding.py): the lost-node invariant's
+evidence."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from t9kjobs.kube.transport import ApiError, Transport
+from tests.chaos.stranding import Ledger
 
 __all__ = ["Observer"]
 
@@ -54,9 +58,13 @@ class Observer:
         self.pod_lives: dict[str, list[str]] = {}  # pod name -> uids, in order of appearance
         self.statuses: dict[tuple[str, str], Obj] = {}  # (kind, name) -> last status seen
         self._alive: dict[str, set[str]] = {}  # pod name -> uids that exist
+        self.ledger = Ledger()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        follow = [(f"/api/v1/namespaces/{namespace}/pods", "Pod", self._pod)]
+        follow = [
+            (f"/api/v1/namespaces/{namespace}/pods", "Pod", self._pod),
+            ("/api/v1/nodes", "Node", self._node),
+        ]
         for kind, plural in plurals.items():
             path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/{plural}"
             follow.append((path, kind, self._job))
@@ -75,8 +83,12 @@ class Observer:
 
     # -- judging each change -----------------------------------------------------------------
 
+    def _node(self, event: str, node: Obj) -> None:
+        self.ledger.node(event, node, time.time())
+
     def _pod(self, event: str, pod: Obj) -> None:
         name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+        self.ledger.pod(event, pod, time.time())
         with self._lock:
             alive = self._alive.setdefault(name, set())
             if event == "DELETED":
@@ -92,6 +104,7 @@ class Observer:
 
     def _job(self, event: str, job: Obj) -> None:
         key = (str(job.get("kind")), job["metadata"]["name"])
+        self.ledger.job(event, job, time.time())
         with self._lock:
             if event == "DELETED":
                 self.statuses.pop(key, None)
@@ -104,7 +117,10 @@ class Observer:
             self.statuses[key] = {**status, "_uid": job["metadata"]["uid"]}
 
     def _relisted(self, items: list[Obj], handle: Callable[[str, Obj], None]) -> None:
+        if handle == self._node:
+            self.ledger.nodes_relisted({n["metadata"]["name"] for n in items}, time.time())
         if handle == self._pod:
+            self.ledger.pods_relisted({p["metadata"]["uid"] for p in items}, time.time())
             listed = {(p["metadata"]["name"], p["metadata"]["uid"]) for p in items}
             with self._lock:
                 for name, alive in self._alive.items():

@@ -21,8 +21,17 @@ LEASE = "t9k-jobs-operator"
 
 
 class Replicas:
-    def __init__(self, kubeconfig: Path, namespace: str, logs: Path, transport: Transport) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        namespace: str,
+        logs: Path,
+        transport: Transport,
+        flags: tuple[str, ...] = (),
+    ) -> None:
+        """`flags`: more of `t9kjobs operator`'s, for every replica."""
         self.kubeconfig = kubeconfig
+        self.flags = flags
         self.namespace = namespace
         self.logs = logs
         self.transport = transport
@@ -41,10 +50,10 @@ class Replicas:
     def _launch(self, slot: str) -> None:
         n = self._starts[slot] = self._starts.get(slot, 0) + 1
         identity = f"{slot}-{n}"
-        flags = ("--leader-elect", "--leader-election-namespace", self.namespace)
+        flags: tuple[str, ...] = ("--leader-elect", "--leader-election-namespace", self.namespace)
         # Every verdict's Event, the routine Succeeded too: the tier checks that no verdict is
         # ever written without its Event, whatever kills the operator between the two.
-        flags += ("--routine-events",)
+        flags += ("--routine-events", *self.flags)
         process = OperatorProcess(
             self.kubeconfig,
             *flags,

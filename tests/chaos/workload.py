@@ -57,7 +57,10 @@ class Scripted:
     manifest: Obj
     phase: str  # Succeeded or Failed
     reasons: tuple[str, ...]  # of the Completed / Failed condition: one of these
-    replica_restarts: int  # restarts of every replica (backoffCount: their sum)
+    replica_restarts: int  # restarts of every replica charged to the job's own budget
+    # Replicas restarted once more, charged to the infrastructure (a lost node: lost_nodes.py);
+    # backoffCount is the sum of the others.
+    infrastructure: int = 0
 
     @property
     def kind(self) -> str:
