@@ -14,17 +14,21 @@ store's `nodeName` index (`node_of`), and queued as a change of theirs would que
 (`JobController.on_child`: batched).
 
 A plan reads only the nodes its pods name, and none before the store has synced. A node the
-watch saw deleted is `present: False`, which the planner takes as lost at once; one the store
-never held is left out (no verdict): the scheduler may bind a pod to a node created a moment ago
-whose event has not reached this informer yet, and that pod is not lost. (Pods of a node deleted
-while no operator ran are force-deleted by kube-controller-manager's PodGC after 40 s, and then
-created again as any pod deleted from under the job.)
+watch saw deleted is `present: False`, which the planner takes as lost at once. One the synced
+store never held (deleted while no operator watched: a new leader's list lacks it) is
+`missing`, counted from when this watch first noticed it: the planner gives its pods up
+`MISSING_NODE_SECONDS` later, not at once, because the scheduler may bind a pod to a node
+created a moment ago whose event has not reached this informer yet. (Before, such pods were
+left to kube-controller-manager's PodGC, 40 s, and then created again counted as nothing: the
+chaos tier's lost-node phase found it.)
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client import Gauge
@@ -97,6 +101,7 @@ class NodeWatch:
         queue_pod: Callable[[str, Obj], None],
         gauge: Gauge,
         pods_on: Callable[[str], list[Obj]],
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """`queue_pod(event, pod)` queues a pod's job, as a change of the pod would;
         `gauge` is `t9kjobs_lost_node_detection`; `pods_on(node)` the pods cached on a node
@@ -110,6 +115,10 @@ class NodeWatch:
         self._kept: dict[str, tuple[object, ...]] = {}
         # Nodes seen deleted (a watch's DELETED, or gone from a relist), oldest first.
         self._gone: dict[str, None] = {}
+        # Nodes pods name that the synced store never held: when first noticed, oldest first.
+        self._missing: dict[str, datetime] = {}
+        self._missing_lock = threading.Lock()  # the workers' plans read nodes at once
+        self._now = now
         self.on = False
 
     @classmethod
@@ -165,12 +174,22 @@ class NodeWatch:
                 del self._gone[next(iter(self._gone))]
         else:
             self._gone.pop(name, None)
+            with self._missing_lock:
+                self._missing.pop(name, None)
             kept = _kept(self.store.slim(node))
             if self._kept.get(name) == kept:
                 return  # a heartbeat: nothing a plan reads
             self._kept[name] = kept
         for pod in self._pods_on(name):
             self._queue_pod("MODIFIED", pod)
+
+    def _noticed(self, name: str) -> datetime:
+        """When a plan first read `name` missing from the synced store."""
+        with self._missing_lock:
+            first = self._missing.setdefault(name, self._now())
+            while len(self._missing) > MAX_GONE:
+                del self._missing[next(iter(self._missing))]
+            return first
 
     def states(self, pods: Iterable[Obj]) -> Mapping[str, NodeState] | None:
         """The nodes these pods name, as a plan reads them; None while the detection is off
@@ -187,4 +206,6 @@ class NodeWatch:
                 out[name] = node_state(node)
             elif name in self._gone:
                 out[name] = NodeState(name, False)
+            else:
+                out[name] = NodeState(name, True, "Unknown", self._noticed(name), missing=True)
         return out

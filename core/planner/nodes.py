@@ -10,7 +10,11 @@ rules"):
 1. A node whose `Ready` condition is True: never act, whatever the pod says (its kubelet is
    alive and will end the pod: no second copy beside it). A pod Terminating there long past
    its grace gets a Warning Event `PodStuckTerminating`, nothing else.
-2. A node absent from the synced node store (deleted): its pods are lost at once.
+2. A node the watch saw deleted: its pods are lost at once. One the synced node store never
+   held (deleted while no operator watched): lost `MISSING_NODE_SECONDS` after the controller
+   first noticed it missing, whatever the job's bound (a node created a moment ago reaches the
+   store well within them; kube-controller-manager's PodGC would delete the pods after 40 s,
+   and the replacement would then count as nothing).
 3. A node `Ready` False or Unknown for the bound (`recoveryPolicy.nodeLostAfterSeconds`, else
    the operator's `--lost-node-seconds`), counted from the condition's `lastTransitionTime`,
    i.e. after the node lifecycle controller's own verdict: a live pod there is lost (failure
@@ -39,6 +43,7 @@ __all__ = [
     "FORCED_LOST",
     "FORCED_TERMINATING",
     "MAX_AVOIDED_NODES",
+    "MISSING_NODE_SECONDS",
     "STUCK_TERMINATING_SECONDS",
     "Lost",
     "as_lost",
@@ -58,6 +63,8 @@ FORCED_LOST = "NodeLost"
 FORCED_TERMINATING = "TerminatingOnLostNode"
 # The pods a job creates avoid at most this many of the nodes it lost pods on (the newest).
 MAX_AVOIDED_NODES = 16
+# A node the synced store never held is deleted after this long (rule 2).
+MISSING_NODE_SECONDS = 10.0
 # A pod Terminating on a Ready node this long past its deletionTimestamp + grace is said stuck.
 STUCK_TERMINATING_SECONDS = 60.0
 # How long after the bound a stuck pod is said: the reconciles in that window say it.
@@ -95,6 +102,11 @@ def _not_ready_for(node: NodeState, now: datetime) -> float | None:
     return max(0.0, (now - node.since).total_seconds())
 
 
+def _bound(node: NodeState, bound: float) -> float:
+    """The job's bound, or the shorter one of a node the store never held (rule 2)."""
+    return min(bound, MISSING_NODE_SECONDS) if node.missing else bound
+
+
 def _at_stake(pod: Obj) -> bool:
     """Whether a lost node holds the pod up: it is Terminating, or has not ended (an ended
     pod's replica is judged by how it ended, wherever its node is)."""
@@ -116,8 +128,10 @@ def lost(
     if not node.present:
         return Lost(name, f"node {name} was deleted")
     down = _not_ready_for(node, now)
-    if down is None or down < bound:
+    if down is None or down < _bound(node, bound):
         return None
+    if node.missing:
+        return Lost(name, f"node {name} absent from the cluster for {down:.0f}s")
     how = ", unreachable" if node.unreachable else ""
     return Lost(name, f"node {name} not Ready ({node.ready}{how}) for {down:.0f}s")
 
@@ -149,8 +163,8 @@ def next_check(
         if node is None or not node.present or not _at_stake(pod):
             continue
         down = _not_ready_for(node, now)
-        if down is not None and down < bound:
-            waits.append(bound - down)
+        if down is not None and down < _bound(node, bound):
+            waits.append(_bound(node, bound) - down)
     return min(waits, default=None)
 
 

@@ -133,13 +133,16 @@ class Stacks:
 class NodeState:
     """A node as a plan reads it (`t9kjobs.planner.nodes`): whether the cluster still has it,
     its `Ready` condition's status and when that status began, whether it is tainted
-    unreachable."""
+    unreachable, whether the node store never held it."""
 
     name: str
     present: bool
     ready: str = "True"  # True, False or Unknown (no Ready condition yet: Unknown)
     since: datetime | None = None  # the Ready condition's lastTransitionTime
     unreachable: bool = False
+    # Absent from the synced node store without the watch having seen it go (deleted while no
+    # operator watched, or created a moment ago): `since` is when the controller first noticed.
+    missing: bool = False
 
 
 @dataclass(frozen=True)

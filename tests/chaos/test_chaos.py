@@ -191,8 +191,7 @@ class Chaos:
         plan = faults()
         # The nodes break right after the first fault, while a leader that has watched them
         # since its start leads: the next fault strikes within the bound. (A node deleted while
-        # no replica leads is never seen to go by the next leader, which leaves its pods to
-        # PodGC: docs/lifecycle.md, "Lost nodes".)
+        # no replica leads is the e2e tier's: tests/e2e/test_lost_nodes.py.)
         steps = [*plan[:1], "lost-nodes", *plan[1:]]
         waves = [self.jobs[i :: len(steps) + 1] for i in range(len(steps) + 1)]
         for wave, step in zip(waves, [*steps, None], strict=True):

@@ -45,8 +45,9 @@ KWOK_MANAGED = "kwok.x-k8s.io/node"
 HOLD = "t9kjobs.dev/e2e-hold"  # the test's finalizer: a pod KWOK must not delete
 BOUND = 10
 OPERATOR_ARGS = ("--lost-node-seconds", str(BOUND))
-# unreachable, NotReady (+ Terminating), deleted; the operator killed after the status write
-SCENARIOS = {"u": 3, "n": 2, "d": 3, "k": 2}
+# unreachable, NotReady (+ Terminating), deleted; the operator killed after the status write;
+# a node deleted while no operator ran (missing from the next one's list)
+SCENARIOS = {"u": 3, "n": 2, "d": 3, "k": 2, "m": 2}
 
 
 def _node(name: str, pool: str) -> Obj:
@@ -359,3 +360,30 @@ def test_an_operator_killed_after_the_nodelost_status_write_charges_it_once(
     assert status["backoffCount"] == 0
     assert status["infrastructureRestartCount"] == 1
     assert replicas(status)[name]["restartCount"] == 1
+
+
+def test_a_node_deleted_while_no_operator_ran_is_lost_by_the_next_one_before_podgc(
+    kube: Kube, pool: Pool, operators: Operators
+) -> None:
+    """The next operator's node list lacks the node, and it never saw it go: its pods are lost
+    `MISSING_NODE_SECONDS` (10 s) after it first notices, charged to the infrastructure, sooner
+    than kube-controller-manager's PodGC (40 s), whose deletion would count nothing (the chaos
+    tier's lost-node phase found it)."""
+    doc = _job("ln-missing", "m", 8)
+    doc["spec"]["replicaSpecs"][0]["replicas"] = 1
+    name = "ln-missing-worker-0"
+    kube.create(doc)
+    pod = _running(kube, [name])[name]
+    kube.wait_phase(doc, "Running")
+    bad = pod["spec"]["nodeName"]
+    operators.kill()
+    pool.http.request("DELETE", f"/api/v1/nodes/{bad}")
+    operators.start()
+    replaced = _replaced_running(kube, {name: pod["metadata"]["uid"]})[name][0]
+    assert replaced["spec"]["nodeName"] != bad
+    lost = [e["message"] for e in kube.events(doc) if e["reason"] == "NodeLost"]
+    assert any(f"node {bad} absent from the cluster" in m for m in lost), lost
+    kube.fail(name, 0)
+    status = kube.wait_phase(doc, "Succeeded")
+    assert status["backoffCount"] == 0
+    assert status["infrastructureRestartCount"] == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -83,11 +83,13 @@ class _Watch:
             self.pods.put(copy.deepcopy(pod))
         self.gauge = Gauge("t9kjobs_lost_node_detection", "", registry=CollectorRegistry())
         self.transport = FakeTransport()
+        self.clock = [datetime(2026, 1, 1, 12, tzinfo=UTC)]
         self.watch = NodeWatch(
             self.transport.as_transport(),
             lambda event, pod: self.queued.append(pod["metadata"]["name"]),
             self.gauge,
             self.pods.indexed,
+            lambda: self.clock[0],
         )
 
     def event(self, kind: str, node: Obj) -> None:
@@ -180,10 +182,16 @@ def test_plans_read_no_node_until_the_store_synced_then_the_nodes_their_pods_nam
     assert w.watch.states(pods) is None  # not synced yet
     w.watch.store.put(_node("n1", ready="False"))
     w.watch.informer.synced.set()
-    # A node never seen (created a moment ago, its event still on its way): no verdict.
+    # A node the store never held (deleted while no operator watched, or created a moment
+    # ago): missing, counted from when it was first noticed, which later reads keep.
+    noticed = w.clock[0]
+    missing = NodeState("gone", True, "Unknown", noticed, missing=True)
     assert w.watch.states(pods) == {
-        "n1": NodeState("n1", True, "False", datetime(2026, 1, 1, 11, tzinfo=UTC), False)
+        "n1": NodeState("n1", True, "False", datetime(2026, 1, 1, 11, tzinfo=UTC), False),
+        "gone": missing,
     }
+    w.clock[0] = noticed + timedelta(seconds=30)
+    assert w.watch.states(pods)["gone"] == missing  # type: ignore[index]
     w.event("ADDED", _node("gone"))
     w.event("DELETED", _node("gone"))
     assert w.watch.states(pods) == {

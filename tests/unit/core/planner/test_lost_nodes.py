@@ -20,7 +20,14 @@ from t9kjobs.objects import ANNOTATION_INCARNATION, ANNOTATION_SPEC_HASH, Desire
 from t9kjobs.planner import NodeState, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.planner.failures import classify
-from t9kjobs.planner.nodes import MAX_AVOIDED_NODES, Lost, as_lost, avoid, remember_lost
+from t9kjobs.planner.nodes import (
+    MAX_AVOIDED_NODES,
+    MISSING_NODE_SECONDS,
+    Lost,
+    as_lost,
+    avoid,
+    remember_lost,
+)
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim
@@ -101,6 +108,25 @@ def test_a_pod_stuck_terminating_on_a_ready_node_gets_one_warning_and_nothing_el
     sim.now = NOW + timedelta(hours=1)  # said when it became stuck, not on every reconcile
     p = sim.plan()
     assert not p.delete and "PodStuckTerminating" not in _reasons(p)
+
+
+def test_a_node_the_store_never_held_loses_its_pods_after_ten_seconds_not_the_bound() -> None:
+    """Deleted while no operator watched: a new leader's node list lacks it. Not at once (a
+    node created a moment ago may not have reached the store), not after the job's bound
+    either (PodGC would delete the pods after 40 s, and the replacement would count nothing)."""
+    sim = _started(recoveryPolicy={})
+    assert sim.nodes is not None
+    sim.nodes["node-1"] = NodeState("node-1", True, "Unknown", NOW, missing=True)
+    sim.now = NOW + timedelta(seconds=MISSING_NODE_SECONDS - 1)
+    p = sim.plan()
+    assert not p.delete
+    assert p.requeue_after == pytest.approx(1.0)
+    sim.now = NOW + timedelta(seconds=MISSING_NODE_SECONDS)
+    p = sim.step()
+    assert _deleted(p) == {W1: 0}
+    assert "node node-1 absent from the cluster for 10s" in _said(p, "NodeLost")
+    assert sim.status["infrastructureRestartCount"] == 1
+    assert sim.status.get("backoffCount", 0) == 0
 
 
 def test_a_deleted_node_loses_its_pods_at_once_charged_to_the_infrastructure() -> None:
