@@ -41,7 +41,17 @@ import docsections  # hack/docsections.py, beside this script
 import guide_examples
 import guide_models
 
-from t9kjobs import hooks, kinds, models, objects, ssh, templating, tensorboard, validation
+from t9kjobs import (
+    features,
+    hooks,
+    kinds,
+    models,
+    objects,
+    ssh,
+    templating,
+    tensorboard,
+    validation,
+)
 from t9kjobs.testing.kit import contracts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,10 +150,12 @@ def render_hooks() -> str:
 
 
 def value_types() -> list[type]:
-    """The classes of the hook API besides the models: what `t9kjobs.kinds` exports,
+    """The classes of the hook API besides the models: what `t9kjobs.kinds` and
+    `t9kjobs.features` export,
     `DesiredPod`, and `Lifecycle` (what the engine reads from any spec)."""
-    found = [getattr(kinds, name) for name in kinds.__all__]
-    classes = [t for t in found if isinstance(t, type)]
+    found = [getattr(module, name) for module in (kinds, features) for name in module.__all__]
+    # Classes of t9kjobs only: an alias of a builtin (`OptionValue`) is no value type.
+    classes = [t for t in found if isinstance(t, type) and t.__module__.startswith("t9kjobs")]
     return [*classes, objects.DesiredPod, models.Lifecycle]
 
 

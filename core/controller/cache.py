@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from t9kjobs.kube.informer import Store
-from t9kjobs.kube.resources import Resource
+from t9kjobs.kube.resources import CHILD_RESOURCES, Resource
 from t9kjobs.objects import child_kind
 from t9kjobs.planner import Kueue, ObjectRef
 from t9kjobs.vocabulary import JobKey, Obj
@@ -34,6 +34,9 @@ class Cache:
     child_stores: Mapping[str, Store] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
     kueue_stores: Mapping[str, Store] = field(default_factory=dict)
+    # Where each child kind is written: the engine's own and those the configured plugins
+    # declare (`Operator`, `t9kjobs_child_kinds`).
+    child_resources: Mapping[str, Resource] = field(default_factory=lambda: dict(CHILD_RESOURCES))
 
     def kueue(self) -> Kueue | None:
         """Kueue's objects as a plan reads them; None where Workloads are not watched and

@@ -8,6 +8,7 @@ its training progress (`progress`), the pods it loses with their nodes (`nodes`)
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
+from t9kjobs.planner.kueue_policy import KueuePolicy
 from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
 from t9kjobs.planner.types import (
     EngineHooks,
@@ -26,6 +27,7 @@ __all__ = [
     "EngineHooks",
     "Event",
     "Kueue",
+    "KueuePolicy",
     "NodeState",
     "ObjectRef",
     "Observed",

@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
+from t9kjobs.planner.kueue_policy import KueuePolicy
 from t9kjobs.progress import Report
 
 __all__ = [
@@ -144,7 +145,8 @@ class Observed:
     in a condition and a Warning Event until they are gone.
 
     `kueue`: Kueue's objects, where the operator watches Workloads and the cluster serves
-    them; None elsewhere.
+    them; None elsewhere. `kueue_policy`: where the administrator requires a queue, and what
+    Kueue counts (the operator's `--kueue-*` options).
 
     `progress`: the newest progress report the controller read from the job's log since the
     operator started (`t9kjobs.planner.progress`); None when it read none.
@@ -162,6 +164,7 @@ class Observed:
     progress: Reading | None = None
     nodes: Mapping[str, NodeState] | None = None
     lost_node_seconds: float = 60.0
+    kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
 
     @classmethod
     def of(
@@ -174,6 +177,7 @@ class Observed:
         *,
         nodes: Mapping[str, NodeState] | None = None,
         lost_node_seconds: float = 60.0,
+        kueue_policy: KueuePolicy | None = None,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -183,6 +187,7 @@ class Observed:
             progress,
             nodes,
             lost_node_seconds,
+            kueue_policy or KueuePolicy(),
         )
 
     def get(self, kind: str, name: str) -> Obj | None:
