@@ -59,9 +59,16 @@ class KindHooks:
     This is the object the pure planner is given; it holds no state but the hook callers.
     """
 
-    def __init__(self, pm: pluggy.PluginManager, owner: object, info: KindInfo) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        owner: object,
+        info: KindInfo,
+        child_kinds: Mapping[str, ChildKind],
+    ) -> None:
         others = [p for p in pm.get_plugins() if p is not owner]
         self.info = info
+        self.child_kinds = child_kinds
         self._framework = {
             name: pm.subset_hook_caller(name, remove_plugins=others) for name in FRAMEWORK_HOOKS
         }
@@ -264,7 +271,7 @@ class PluginManager:
         if hooks is None:
             info = self.kind_info(kind)
             owner = self._pm.get_plugin(self._owners[kind])
-            hooks = self._kind_hooks[kind] = KindHooks(self._pm, owner, info)
+            hooks = self._kind_hooks[kind] = KindHooks(self._pm, owner, info, self.child_kinds())
         return hooks
 
 

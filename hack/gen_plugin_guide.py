@@ -249,6 +249,10 @@ def render_contracts() -> str:
         *_contract_rows("kind", contracts.KIND_CONTRACTS),
         *_contract_rows("valid example", contracts.EXAMPLE_CONTRACTS),
         *_contract_rows("invalid example", contracts.INVALID_CONTRACTS),
+        *_contract_rows(
+            "feature plugin",
+            [c for c in contracts.FEATURE_CONTRACTS if c not in contracts.PLUGIN_CONTRACTS],
+        ),
     ]
     return "\n".join(rows) + "\n"
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from t9kjobs.features import ChildKind
 from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
@@ -31,6 +32,8 @@ class EngineHooks(Protocol):
     """The hooks of one kind, as the planner calls them (see `t9kjobs.hooks` for contracts)."""
 
     info: KindInfo
+    # The child kinds the configured plugins declare, by `ChildKind.key` (t9kjobs_child_kinds).
+    child_kinds: Mapping[str, ChildKind]
 
     def build_pods(self, job: Job) -> list[DesiredPod]: ...
 
@@ -165,6 +168,9 @@ class Observed:
     nodes: Mapping[str, NodeState] | None = None
     lost_node_seconds: float = 60.0
     kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
+    # How the plan treats the plugins' child kinds (replaced or updated; deleted while the job
+    # has no pods, or kept): what `plan` is given as `hooks.child_kinds`, set by it.
+    child_kinds: Mapping[str, ChildKind] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -195,6 +201,22 @@ class Observed:
 
     def pods(self) -> list[Obj]:
         return [o for (kind, _), o in sorted(self.objects.items()) if kind == "Pod"]
+
+    def without_pods(self, objects: Iterable[Obj] | None = None) -> list[Obj]:
+        """Those of `objects` (default: the job's children) that go while the job has no pods
+        to run (`ChildKind.without_pods` False: PodGroups), not being deleted already."""
+        return [
+            o
+            for o in (self.objects.values() if objects is None else objects)
+            if (child := self.child_kinds.get(object_key(o)[0])) is not None
+            and not child.without_pods
+            and not o["metadata"].get("deletionTimestamp")
+        ]
+
+    def replaced(self, kind: str) -> bool:
+        """Whether an object of `kind` that differs is replaced (its spec is immutable)."""
+        child = self.child_kinds.get(kind)
+        return child is not None and child.replaced
 
 
 @dataclass(frozen=True)
