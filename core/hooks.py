@@ -171,7 +171,9 @@ class JobHooks:
         """Cross-cutting hook, for feature plugins: children any kind may need (PodGroups).
 
         Called for jobs of every kind: return [] for jobs the feature does not apply to.
-        Same rules for the objects as `t9kjobs_build_objects`. `absent_kinds` as in
+        Same rules for the objects as `t9kjobs_build_objects`; an object of a kind that is not
+        the engine's own must be of a kind this plugin declares (`t9kjobs_child_kinds`), else
+        the operator cannot write it and fails the job (`OperatorError`). `absent_kinds` as in
         `t9kjobs_mutate_pod` (an implementation may leave the argument out: pluggy passes only
         the arguments it names); `pods` are already mutated (`t9kjobs_mutate_pod`, same kinds).
         """
