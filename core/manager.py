@@ -170,6 +170,7 @@ class PluginManager:
         what its `t9kjobs_configure` returns in its place."""
         plugin = self._registered[name]
         configure = getattr(plugin, "t9kjobs_configure", None)
+        configured = None
         if configure is not None:
             own = {
                 option.name: values.get(option.name, option.default_value())
@@ -180,8 +181,10 @@ class PluginManager:
                 configured = configure(options=own)
             except ValueError as exc:
                 raise PluginError(f"plugin {name!r}: {exc}") from exc
-            self._pm.unregister(name=name)
-            self._pm.register(plugin if configured is None else configured, name=name)
+        # Registered again whether configured or not: `configure` goes by name, so the hook
+        # order stays the plugins' name order (pluggy calls in order of registration).
+        self._pm.unregister(name=name)
+        self._pm.register(plugin if configured is None else configured, name=name)
         self._kind_hooks.clear()
 
     def configure(self, values: Mapping[str, OptionValue]) -> None:
