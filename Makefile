@@ -52,19 +52,26 @@ crds: $(STAMP)
 tools:
 	@bash hack/install-tools.sh
 
-# The conformance kit on the bundled plugins and on the template plugin, installed beside the
-# project the way a third party's would be (into build/, so it stays out of crds/). Its
+# The conformance kit on the bundled plugins, on the template plugin and on the feature plugin
+# (a PodDisruptionBudget per job), each installed beside the project the way a third party's
+# would be (into build/, so it stays out of crds/; a PYTHONPATH of the caller's stays after
+# it: a worktree's own tree). Its
 # admission tier starts etcd and kube-apiserver of the local control plane (built first when
 # missing; docs/conformance.md).
 PLUGIN_TEMPLATE := build/plugin-template
+FEATURE_PLUGIN := build/feature-plugin
 conformance: export T9KJOBS_BIN_DIR = $(shell bash hack/cluster/build.sh)
 conformance: $(STAMP)
 	$(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=generic,pytorch,deepspeed,colossalai --t9kjobs-examples=examples
 	rm -rf $(PLUGIN_TEMPLATE) && $(BIN)/pip install --quiet --no-build-isolation --no-deps --target $(PLUGIN_TEMPLATE) ./examples/plugin-template
 	rm -rf examples/plugin-template/build examples/plugin-template/*.egg-info
-	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=mpijob --t9kjobs-examples=examples/plugin-template/examples
-	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs render examples/plugin-template/examples/pi.yaml | grep -q '^  name: mpi-pi-launcher$$'
-	PYTHONPATH=$(PLUGIN_TEMPLATE) $(BIN)/t9kjobs crds --stdout | grep -q '^  name: mpijobs.batch.tensorstack.dev$$'
+	PYTHONPATH=$(PLUGIN_TEMPLATE)$(PYTHONPATH:%=:%) $(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=mpijob --t9kjobs-examples=examples/plugin-template/examples
+	PYTHONPATH=$(PLUGIN_TEMPLATE)$(PYTHONPATH:%=:%) $(BIN)/t9kjobs render examples/plugin-template/examples/pi.yaml | grep -q '^  name: mpi-pi-launcher$$'
+	PYTHONPATH=$(PLUGIN_TEMPLATE)$(PYTHONPATH:%=:%) $(BIN)/t9kjobs crds --stdout | grep -q '^  name: mpijobs.batch.tensorstack.dev$$'
+	rm -rf $(FEATURE_PLUGIN) && $(BIN)/pip install --quiet --no-build-isolation --no-deps --target $(FEATURE_PLUGIN) ./examples/feature-plugin
+	rm -rf examples/feature-plugin/build examples/feature-plugin/*.egg-info
+	PYTHONPATH=$(FEATURE_PLUGIN)$(PYTHONPATH:%=:%) $(BIN)/pytest -p t9kjobs-conformance --t9kjobs-conformance=pdb --t9kjobs-examples=examples/feature-plugin/examples
+	PYTHONPATH=$(FEATURE_PLUGIN)$(PYTHONPATH:%=:%) $(BIN)/t9kjobs render --pdb-min-available=2 examples/feature-plugin/examples/mlp.yaml | grep -q '^  minAvailable: 2$$'
 
 # The scale benchmark (docs/benchmarks.md); not part of `make test`. BENCH_ARGS="--jobs 20" for
 # a small run.

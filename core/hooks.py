@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 import pluggy
 
+from t9kjobs.features import ChildKind, Option, OptionValue
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj
@@ -68,6 +69,46 @@ class JobHooks:
         spec path of the replica count for `kubectl scale`. Return an empty list from a feature
         plugin (one that only implements cross-cutting hooks). Two plugins declaring one kind is
         an error at load time, naming both.
+        """
+
+    @hookspec
+    def t9kjobs_options(self) -> Sequence[Option]:  # type: ignore[empty-body]
+        """Optional. Declare this plugin's operator options (pytest's `pytest_addoption`).
+
+        Called when the plugin loads, on the plugin as registered (never on the object its
+        `t9kjobs_configure` returns); return the same options on every call. Each `Option`
+        becomes the flag `--NAME` of `t9kjobs operator` and of `t9kjobs render` (one parser,
+        so one default), in a group named after the plugin; `Option.helm` names the chart's
+        value that sets it. A name another plugin (or the operator itself) uses is an error at
+        load time, naming both.
+        """
+
+    @hookspec
+    def t9kjobs_configure(self, options: Mapping[str, OptionValue]) -> object | None:
+        """Optional. Receive the values of this plugin's options (pytest's `pytest_configure`).
+
+        `options` holds every option the plugin declared, by name, with its default when the
+        command line does not give it. Called when the plugin is registered (with the
+        defaults: what `t9kjobs render`, `validate` and the unit tests see, and what the
+        operator does without the flags) and again whenever the command that runs the engine
+        configures the plugins. Return the configured plugin: an object whose `hookimpl`
+        methods serve in place of the plugin as registered (the same kinds; the plugin manager
+        holds it, so the configuration reaches the planner as a value, never as a process
+        global). Return None to stay as registered. Raise `ValueError` for values that do not
+        go together: `t9kjobs operator` prints it, naming the plugin, and exits 2.
+        """
+
+    @hookspec
+    def t9kjobs_child_kinds(self) -> Sequence[ChildKind]:  # type: ignore[empty-body]
+        """Optional. The child kinds this plugin's `t9kjobs_build_auxiliary_objects` (or
+        `t9kjobs_build_objects`) creates beyond the engine's own (Pods, Services, ConfigMaps,
+        Secrets, TensorBoards, Kueue's Workloads).
+
+        Asked of the configured plugin (`t9kjobs_configure`): declare a kind only while the
+        plugin may create it, so that without the option the operator neither watches it nor
+        needs the right to. Each `ChildKind` says how its objects are compared, replaced and
+        deleted when the job has no pods (paused, finished). A kind declared by two plugins
+        must be declared alike.
         """
 
     @hookspec(firstresult=True)
@@ -130,7 +171,9 @@ class JobHooks:
         """Cross-cutting hook, for feature plugins: children any kind may need (PodGroups).
 
         Called for jobs of every kind: return [] for jobs the feature does not apply to.
-        Same rules for the objects as `t9kjobs_build_objects`. `absent_kinds` as in
+        Same rules for the objects as `t9kjobs_build_objects`; an object of a kind that is not
+        the engine's own must be of a kind this plugin declares (`t9kjobs_child_kinds`), else
+        the operator cannot write it and fails the job (`OperatorError`). `absent_kinds` as in
         `t9kjobs_mutate_pod` (an implementation may leave the argument out: pluggy passes only
         the arguments it names); `pods` are already mutated (`t9kjobs_mutate_pod`, same kinds).
         """

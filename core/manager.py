@@ -2,8 +2,14 @@
 
 Bundled plugins load through the same entry points as third-party ones. A plugin can be blocked
 by name (`T9KJOBS_BLOCK_PLUGINS=a,b` or the `blocked` argument). Two plugins declaring the same
-kind is a load error naming both: picking one silently would make behaviour depend on install
-order.
+kind, or the same option, is a load error naming both: picking one silently would make
+behaviour depend on install order.
+
+A plugin with options (`t9kjobs_options`) is configured when it is registered, with their
+defaults, and again by `configure` with the command line's values (`t9kjobs_configure`); the
+manager holds the configured plugin in its place. So the configuration reaches the planner as
+part of the hooks it is given, never through a process global, and `t9kjobs render` sees the
+same defaults as the operator.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 import pluggy
 
+from t9kjobs.features import ChildKind, Option, OptionValue
 from t9kjobs.hooks import FRAMEWORK_HOOKS, PROJECT, JobHooks
 from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
@@ -52,9 +59,16 @@ class KindHooks:
     This is the object the pure planner is given; it holds no state but the hook callers.
     """
 
-    def __init__(self, pm: pluggy.PluginManager, owner: object, info: KindInfo) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        owner: object,
+        info: KindInfo,
+        child_kinds: Mapping[str, ChildKind],
+    ) -> None:
         others = [p for p in pm.get_plugins() if p is not owner]
         self.info = info
+        self.child_kinds = child_kinds
         self._framework = {
             name: pm.subset_hook_caller(name, remove_plugins=others) for name in FRAMEWORK_HOOKS
         }
@@ -110,6 +124,10 @@ class PluginManager:
         self._owners: dict[str, str] = {}
         self._infos: dict[str, PluginInfo] = {}
         self._kind_hooks: dict[str, KindHooks] = {}
+        # Each plugin as registered (its options and `t9kjobs_configure` are asked of it), and
+        # every declared option by name, with the plugin that declared it.
+        self._registered: dict[str, object] = {}
+        self._options: dict[str, tuple[str, Option]] = {}
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -131,11 +149,52 @@ class PluginManager:
                     f"kind {info.kind} is claimed by two plugins: {self._owners[info.kind]!r} and"
                     f" {name!r}; block one of them (T9KJOBS_BLOCK_PLUGINS={name})"
                 )
+        options = list(getattr(plugin, "t9kjobs_options", list)())
+        for option in options:
+            if option.name in self._options:
+                self._pm.unregister(plugin)
+                raise PluginError(
+                    f"option --{option.name} is declared by two plugins:"
+                    f" {self._options[option.name][0]!r} and {name!r}"
+                )
         for info in declared:
             self._kinds[info.kind] = info
             self._owners[info.kind] = name
+        self._options.update({option.name: (name, option) for option in options})
+        self._registered[name] = plugin
         self._infos[name] = PluginInfo(name, distribution, version, tuple(i.kind for i in declared))
+        self._configure_plugin(name, {})
+
+    def _configure_plugin(self, name: str, values: Mapping[str, OptionValue]) -> None:
+        """Configure one plugin with `values` (its options' defaults where missing), and hold
+        what its `t9kjobs_configure` returns in its place."""
+        plugin = self._registered[name]
+        configure = getattr(plugin, "t9kjobs_configure", None)
+        configured = None
+        if configure is not None:
+            own = {
+                option.name: values.get(option.name, option.default_value())
+                for owner, option in self._options.values()
+                if owner == name
+            }
+            try:
+                configured = configure(options=own)
+            except ValueError as exc:
+                raise PluginError(f"plugin {name!r}: {exc}") from exc
+        # Registered again whether configured or not: `configure` goes by name, so the hook
+        # order stays the plugins' name order (pluggy calls in order of registration).
+        self._pm.unregister(name=name)
+        self._pm.register(plugin if configured is None else configured, name=name)
         self._kind_hooks.clear()
+
+    def configure(self, values: Mapping[str, OptionValue]) -> None:
+        """Configure every plugin with the options' values by name (`Option.name`), their
+        defaults where missing; a ValueError of a plugin is a PluginError naming it."""
+        unknown = sorted(set(values) - set(self._options))
+        if unknown:
+            raise PluginError(f"no plugin declares the options {', '.join(unknown)}")
+        for name in sorted(self._registered):
+            self._configure_plugin(name, values)
 
     def add_hookcall_monitoring(
         self,
@@ -178,8 +237,26 @@ class PluginManager:
     def kinds(self) -> dict[str, KindInfo]:
         return dict(self._kinds)
 
+    def options(self) -> list[tuple[str, Option]]:
+        """Every declared option, with the name of its plugin, in plugin order."""
+        return sorted(self._options.values(), key=lambda item: (item[0], item[1].name))
+
+    def child_kinds(self) -> dict[str, ChildKind]:
+        """The child kinds the configured plugins declare, by `ChildKind.key`."""
+        found: dict[str, ChildKind] = {}
+        for declared in self._pm.hook.t9kjobs_child_kinds():
+            for child in declared:
+                if found.setdefault(child.key, child) != child:
+                    raise PluginError(f"child kind {child.key} is declared twice, differently")
+        return found
+
     def plugins(self) -> list[PluginInfo]:
         return [self._infos[n] for n in sorted(self._infos)]
+
+    def held(self, name: str) -> object:
+        """The object serving as plugin `name`: what its `t9kjobs_configure` returned, or the
+        plugin as registered."""
+        return self._pm.get_plugin(name)
 
     def owner_of(self, kind: str) -> str:
         return self._owners[kind]
@@ -197,7 +274,7 @@ class PluginManager:
         if hooks is None:
             info = self.kind_info(kind)
             owner = self._pm.get_plugin(self._owners[kind])
-            hooks = self._kind_hooks[kind] = KindHooks(self._pm, owner, info)
+            hooks = self._kind_hooks[kind] = KindHooks(self._pm, owner, info, self.child_kinds())
         return hooks
 
 

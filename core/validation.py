@@ -1,14 +1,67 @@
-"""Checks that several kinds share, for their `t9kjobs_validate` hooks."""
+"""Checks that several kinds share, for their `t9kjobs_validate` hooks, and the checks of
+Kubernetes names and labels that plugins' options share (`t9kjobs_options`: a value the API
+server would refuse in every job's objects is refused when the command line is parsed)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import Any
 
 from t9kjobs.kinds import Problem
 from t9kjobs.models import RecoveryPolicy, RunMode
 
-__all__ = ["recovery_problems", "run_mode_problems", "ssh_user_problems"]
+__all__ = [
+    "is_dns_subdomain",
+    "is_label_key",
+    "is_label_value",
+    "is_namespace_name",
+    "parse_labels",
+    "recovery_problems",
+    "run_mode_problems",
+    "ssh_user_problems",
+]
+
+# RFC 1123 labels (a namespace's name), label values and label keys, as the API server checks
+# them.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_namespace_name(name: str) -> bool:
+    return bool(_DNS_LABEL.fullmatch(name))
+
+
+def is_dns_subdomain(name: str) -> bool:
+    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(name))
+
+
+def is_label_value(value: str) -> bool:
+    return bool(_LABEL_VALUE.fullmatch(value))
+
+
+def is_label_key(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and not is_dns_subdomain(prefix):
+        return False
+    return bool(_LABEL_NAME.fullmatch(name))
+
+
+def parse_labels(text: str) -> tuple[tuple[str, str], ...]:
+    """`a=b,c=d` as sorted (key, value) pairs; ValueError naming what is wrong."""
+    pairs: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not sep:
+            raise ValueError(f"{item.strip()!r} is not KEY=VALUE")
+        if not is_label_key(key):
+            raise ValueError(f"{key!r} is not a label key")
+        if not is_label_value(value):
+            raise ValueError(f"{value!r} (label {key}) is not a label value")
+        pairs[key] = value
+    return tuple(sorted(pairs.items()))
 
 
 def run_mode_problems(run_mode: RunMode | None, replica_types: Collection[str]) -> list[Problem]:

@@ -148,6 +148,10 @@ def surface() -> str:
         "kind": contracts.KIND_CONTRACTS,
         "example": contracts.EXAMPLE_CONTRACTS,
         "invalid example": contracts.INVALID_CONTRACTS,
+        # A feature plugin's: those the lists above do not hold already.
+        "feature plugin": [
+            c for c in contracts.FEATURE_CONTRACTS if c not in contracts.PLUGIN_CONTRACTS
+        ],
     }
     for scope, listed in scopes.items():
         lines += [f"test_{c.name} ({scope}): {c.title}" for c in listed]

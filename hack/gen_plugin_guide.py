@@ -41,7 +41,17 @@ import docsections  # hack/docsections.py, beside this script
 import guide_examples
 import guide_models
 
-from t9kjobs import hooks, kinds, models, objects, ssh, templating, tensorboard, validation
+from t9kjobs import (
+    features,
+    hooks,
+    kinds,
+    models,
+    objects,
+    ssh,
+    templating,
+    tensorboard,
+    validation,
+)
 from t9kjobs.testing.kit import contracts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,10 +151,12 @@ def render_hooks() -> str:
 
 def value_types() -> list[Any]:
     """The classes and functions of the hook API besides the models: what `t9kjobs.kinds`
-    exports (`replicas_lost` too), `DesiredPod`, `Lifecycle` (what the engine reads from any
-    spec) and what a `Lifecycle.distribution` is made of (`t9kjobs.models.distribution`)."""
-    found = [getattr(kinds, name) for name in kinds.__all__]
-    classes = [t for t in found if isinstance(t, type)]
+    (`replicas_lost` too) and `t9kjobs.features` export, `DesiredPod`, `Lifecycle` (what the
+    engine reads from any spec) and what a `Lifecycle.distribution` is made of
+    (`t9kjobs.models.distribution`)."""
+    found = [getattr(module, name) for module in (kinds, features) for name in module.__all__]
+    # Classes of t9kjobs only: an alias of a builtin (`OptionValue`) is no value type.
+    classes = [t for t in found if isinstance(t, type) and t.__module__.startswith("t9kjobs")]
     functions = [f for f in found if inspect.isfunction(f)]
     meaning = [models.Distribution, models.EnvVar, models.LaunchOption, models.Hostfile]
     return [*classes, *functions, objects.DesiredPod, models.Lifecycle, *meaning, models.Address]
@@ -240,6 +252,10 @@ def render_contracts() -> str:
         *_contract_rows("kind", contracts.KIND_CONTRACTS),
         *_contract_rows("valid example", contracts.EXAMPLE_CONTRACTS),
         *_contract_rows("invalid example", contracts.INVALID_CONTRACTS),
+        *_contract_rows(
+            "feature plugin",
+            [c for c in contracts.FEATURE_CONTRACTS if c not in contracts.PLUGIN_CONTRACTS],
+        ),
     ]
     return "\n".join(rows) + "\n"
 

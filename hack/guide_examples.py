@@ -7,7 +7,8 @@ hook's answer changes or an example stops running: the examples cannot rot.
 
 The MPIJob template (examples/plugin-template/) is loaded by hand beside the installed plugins,
 from the repository, whether or not it is installed; the cross-cutting hooks are shown with the
-bundled `scheduling` plugin, `t9kjobs_update_status` with PyTorchTrainingJob's TensorBoard.
+bundled `scheduling` and `networkpolicy` plugins, `t9kjobs_update_status` with
+PyTorchTrainingJob's TensorBoard.
 """
 
 from __future__ import annotations
@@ -36,6 +37,42 @@ TEMPLATE = REPO / "examples" / "plugin-template"
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "t9kjobs_kinds": [
         ("The template declares one kind:", "mpijob.t9kjobs_kinds()"),
+    ],
+    "t9kjobs_options": [
+        (
+            "The `networkpolicy` feature plugin declares three options: each the flag `--NAME`"
+            " of `t9kjobs operator` and `t9kjobs render`, the chart's value beside it:",
+            "[(o.flag_name, o.helm, o.default_value()) for o in networkpolicy.t9kjobs_options()]",
+        ),
+    ],
+    "t9kjobs_configure": [
+        (
+            "With the defaults (`--network-policy` not given) it stays as registered, and adds"
+            " nothing:",
+            'off = {"network-policy": False, "network-policy-allow-namespace": (),'
+            ' "network-policy-allow-pods": ()}\n'
+            "networkpolicy.t9kjobs_configure(options=off)",
+        ),
+        (
+            "The `scheduling` plugin configured as by `--gang-scheduling t9k`: the object that"
+            " the plugin manager holds in its place (its hooks are methods; below: `gangs`):",
+            'gangs = scheduling.t9kjobs_configure(options={"gang-scheduling": "t9k"})\n'
+            "type(gangs).__name__, gangs.mode",
+        ),
+    ],
+    "t9kjobs_child_kinds": [
+        (
+            "Under `t9k`, the one kind it creates, the T9k scheduler's PodGroup: updated in"
+            " place, deleted while the job has no pods:",
+            "gangs.t9kjobs_child_kinds()",
+        ),
+        (
+            "Under `auto`, kube-scheduler's too (an alpha API: its spec is immutable, so it is"
+            " replaced when it changes); under `none`, the plugin as registered declares none:",
+            'auto = scheduling.t9kjobs_configure(options={"gang-scheduling": "auto"})\n'
+            "[c.key for c in auto.t9kjobs_child_kinds()],"
+            ' scheduling.t9kjobs_configure(options={"gang-scheduling": "none"})',
+        ),
     ],
     "t9kjobs_validate": [
         (
@@ -79,31 +116,31 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "t9kjobs_build_auxiliary_objects": [
         (
-            "The `scheduling` plugin, for `examples/debug.yaml` (`scheduler.t9kScheduler:"
-            " {queue: default}`, 1 launcher and 3 workers): a PodGroup of all 4 pods:",
+            "The `scheduling` plugin (configured: `gangs`), for `examples/debug.yaml`"
+            " (`scheduler.t9kScheduler: {queue: default}`, 1 launcher and 3 workers): a PodGroup"
+            " of all 4 pods:",
             'debug = job_from_yaml(TEMPLATE / "examples" / "debug.yaml", manager)\n'
             "debug_pods = mpijob.t9kjobs_build_pods(job=debug)\n"
             "none = frozenset()\n"
-            "scheduling.t9kjobs_build_auxiliary_objects("
-            "job=debug, pods=debug_pods, absent_kinds=none)",
+            "gangs.t9kjobs_build_auxiliary_objects(job=debug, pods=debug_pods, absent_kinds=none)",
         ),
         (
             "A job without `t9kScheduler` gets none:",
-            "scheduling.t9kjobs_build_auxiliary_objects(job=job, pods=pods, absent_kinds=none)",
+            "gangs.t9kjobs_build_auxiliary_objects(job=job, pods=pods, absent_kinds=none)",
         ),
     ],
     "t9kjobs_mutate_pod": [
         (
             "The `scheduling` plugin puts the pod in the PodGroup, in place:",
             "pod = debug_pods[1]\n"
-            "scheduling.t9kjobs_mutate_pod(job=debug, pod=pod, absent_kinds=frozenset())\n"
+            "gangs.t9kjobs_mutate_pod(job=debug, pod=pod, absent_kinds=frozenset())\n"
             'pod.manifest["spec"]["schedulerName"], pod.manifest["metadata"]["labels"]',
         ),
         (
             "Without the PodGroup CRD, it leaves the pod alone (the engine says `Degraded`):",
             "pod = mpijob.t9kjobs_build_pods(job=debug)[1]\n"
             'absent = frozenset({"PodGroup"})\n'
-            "scheduling.t9kjobs_mutate_pod(job=debug, pod=pod, absent_kinds=absent)\n"
+            "gangs.t9kjobs_mutate_pod(job=debug, pod=pod, absent_kinds=absent)\n"
             '"schedulerName" in pod.manifest["spec"]',
         ),
     ],
@@ -175,6 +212,7 @@ def namespace() -> dict[str, Any]:
         "manifest": lambda name: yaml.safe_load((examples / name).read_text()),
         "mpijob": plugin,
         "parse_job": parse_job,
+        "networkpolicy": importlib.import_module("t9kjobs.plugins.networkpolicy.plugin"),
         "pytorch": importlib.import_module("t9kjobs.plugins.pytorch.plugin"),
         "scheduling": importlib.import_module("t9kjobs.plugins.scheduling.plugin"),
     }

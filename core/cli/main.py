@@ -22,6 +22,7 @@ from t9kjobs.cli.crds import add_crds_parser
 from t9kjobs.cli.describe import add_describe_parser
 from t9kjobs.cli.logs import add_logs_parser
 from t9kjobs.cli.operator import add_operator_parser
+from t9kjobs.cli.plugin_options import add_plugin_options, configure_plugins
 from t9kjobs.cli.version import version_text
 from t9kjobs.client.errors import ClientError
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
@@ -118,6 +119,10 @@ def _cmd_validate(args: argparse.Namespace, manager: PluginManager) -> int:
 
 
 def _cmd_render(args: argparse.Namespace, manager: PluginManager) -> int:
+    refused = configure_plugins(args, manager, "render")
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return 2
     try:
         docs = _documents(args.file)
     except _Unreadable as exc:
@@ -142,7 +147,10 @@ def _cmd_render(args: argparse.Namespace, manager: PluginManager) -> int:
     return 0
 
 
-def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
+def _parser(prog: str = "t9kjobs", manager: PluginManager | None = None) -> argparse.ArgumentParser:
+    """The command line; the plugins' options (`t9kjobs_options`) are those of `manager`
+    (default: every installed plugin)."""
+    manager = manager if manager is not None else load_plugins()
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Distributed training jobs on Kubernetes: DeepSpeedJob, ColossalAIJob,"
@@ -165,6 +173,8 @@ def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
     p = sub.add_parser("render", help="print every object the operator would create for a job")
     p.add_argument("file", help="job manifest (YAML; - for stdin)")
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    # The operator's plugin options, with its defaults: what render shows is what it does.
+    add_plugin_options(p, manager)
     p.set_defaults(func=_cmd_render)
 
     p = sub.add_parser("validate", help="check job manifests; one line per problem")
@@ -180,7 +190,7 @@ def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_plugins)
 
-    add_operator_parser(sub)
+    add_operator_parser(sub, manager)
     add_crds_parser(sub)
     add_describe_parser(sub)
     add_logs_parser(sub)
@@ -188,15 +198,28 @@ def _parser(prog: str = "t9kjobs") -> argparse.ArgumentParser:
     return parser
 
 
+def _blocked(argv: Sequence[str] | None) -> list[str]:
+    """The `--block-plugin` values of the command line: plugins load before it is parsed
+    whole, since their options are part of it."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--block-plugin", action="append", default=[])
+    blocked: list[str] = early.parse_known_args(argv)[0].block_plugin
+    return blocked
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "t9kjobs") -> int:
-    parser = _parser(prog)
+    try:
+        manager = load_plugins(_blocked(argv))
+    except PluginError as exc:
+        print(f"t9kjobs: plugin error: {exc}", file=sys.stderr)
+        return 2
+    parser = _parser(prog, manager)
     # Answers a completing shell, and exits (by SystemExit: kubectl_complete reads the answer).
     argcomplete.autocomplete(parser, exit_method=sys.exit)
     args = parser.parse_args(argv)
     if args.command is None and not args.version:
         parser.error("a COMMAND is required (or --version)")
     try:
-        manager = load_plugins(args.block_plugin)
         if args.version:
             print(version_text(manager), end="")
             return 0

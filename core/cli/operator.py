@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from t9kjobs.cli.plugin_options import add_plugin_options, configure_plugins
 from t9kjobs.manager import PluginManager
-from t9kjobs.settings import GANG_MODES, KueuePolicy, NetworkPolicySettings, parse_labels
+from t9kjobs.planner.kueue_policy import KueuePolicy
 
 __all__ = ["add_operator_parser"]
 
@@ -18,14 +19,9 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
     from t9kjobs.controller.startup import StartupError
     from t9kjobs.controller.structured_logs import configure_logging
 
-    if not args.network_policy and (
-        args.network_policy_allow_namespace or args.network_policy_allow_pods
-    ):
-        print(
-            "t9kjobs operator: --network-policy-allow-namespace and --network-policy-allow-pods"
-            " need --network-policy",
-            file=sys.stderr,
-        )
+    refused = configure_plugins(args, manager, "operator")
+    if refused is not None:
+        print(refused, file=sys.stderr)
         return 2
     kueue_policy = _kueue_policy(args)
     if isinstance(kueue_policy, str):
@@ -54,12 +50,6 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
-        network_policy=NetworkPolicySettings(
-            args.network_policy,
-            tuple(sorted(set(args.network_policy_allow_namespace))),
-            tuple(sorted(set(args.network_policy_allow_pods))),
-        ),
-        gang_scheduling=args.gang_scheduling,
         kueue=args.kueue,
         kueue_policy=kueue_policy,
     )
@@ -86,24 +76,10 @@ def _kueue_policy(args: argparse.Namespace) -> KueuePolicy | str:
         return f"--kueue-require-queue, --kueue-default-queue: {exc}"
 
 
-def _namespaces(value: str) -> list[str]:
-    """`a,b`: namespace names (argparse's type: a bad one is a usage error)."""
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    try:
-        NetworkPolicySettings(allow_namespaces=tuple(names))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return names
-
-
-def _pod_labels(value: str) -> tuple[tuple[str, str], ...]:
-    try:
-        return parse_labels(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_operator_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], manager: PluginManager
+) -> None:
+    """The `operator` command, with every option the loaded plugins declare."""
     p = sub.add_parser(
         "operator",
         help="run the controller",
@@ -199,40 +175,6 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         " 0: nodes are not watched, and no right on them is needed)",
     )
     p.add_argument(
-        "--network-policy",
-        action="store_true",
-        help="give each job a NetworkPolicy that admits only its own pods (and the peers"
-        " below); off by default: it needs a network plugin that enforces NetworkPolicies",
-    )
-    p.add_argument(
-        "--network-policy-allow-namespace",
-        action="extend",
-        type=_namespaces,
-        default=[],
-        metavar="NS",
-        help="with --network-policy: every pod of this namespace may connect to every job's"
-        " pods too (repeatable, or comma-separated)",
-    )
-    p.add_argument(
-        "--network-policy-allow-pods",
-        action="append",
-        type=_pod_labels,
-        default=[],
-        metavar="KEY=VALUE[,KEY=VALUE]",
-        help="with --network-policy: pods of a job's own namespace with all these labels may"
-        " connect to its pods too, but never a job's pod (repeatable: one selector each)",
-    )
-    p.add_argument(
-        "--gang-scheduling",
-        default="auto",
-        choices=GANG_MODES,
-        help="how a job's pods are placed together (docs/scheduling.md): auto (default) gives"
-        " jobs that set spec.scheduler.t9kScheduler a T9k PodGroup and every other job a"
-        " kube-scheduler PodGroup (scheduling.k8s.io/v1alpha2) where the cluster serves it;"
-        " native: a kube-scheduler PodGroup for every job; t9k: T9k PodGroups only; none: no"
-        " PodGroup, pods placed one by one",
-    )
-    p.add_argument(
         "--kueue",
         default="auto",
         choices=("auto", "off"),
@@ -271,4 +213,5 @@ def add_operator_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="json", choices=("json", "text"))
+    add_plugin_options(p, manager)
     p.set_defaults(func=_run)

@@ -19,7 +19,6 @@ from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.failing import ChildRejected, refused_for_good
 from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
 from t9kjobs.kube.informer import Store
-from t9kjobs.kube.resources import CHILD_RESOURCES
 from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.objects import child_kind, object_key
 from t9kjobs.planner import ObjectRef, Plan
@@ -100,13 +99,13 @@ class Applier:
         kind, name = object_key(obj)
         body = self.mark(fill_generated_secret(obj), namespace)
         try:
-            answer = self.api.request("POST", CHILD_RESOURCES[kind].path(namespace), body=body)
+            answer = self.api.request("POST", cache.child_resource(kind).path(namespace), body=body)
         except ApiError as exc:
             if exc.status != 409:
                 if refused_for_good(exc):
                     raise ChildRejected(obj, exc) from exc
                 raise
-            existing = self.conflicts.lookup(namespace, kind, name)
+            existing = self.conflicts.lookup(namespace, cache.child_resource(kind), name)
             if existing is None:
                 raise  # gone since: the retry creates it
             uid = Store.owner_uid(obj)
@@ -117,7 +116,7 @@ class Applier:
 
     def _update(self, cache: Cache, namespace: str, obj: Obj) -> None:
         kind, name = object_key(obj)
-        path = CHILD_RESOURCES[kind].path(namespace, name)
+        path = cache.child_resource(kind).path(namespace, name)
         try:
             answer = self.api.request("PUT", path, body=self.mark(obj, namespace))
         except ApiError as exc:
@@ -131,7 +130,7 @@ class Applier:
         only to the object it was computed from (409 otherwise: the next reconcile sees the
         news). A child gone meanwhile needs no status."""
         kind, name = object_key(obj)
-        path = CHILD_RESOURCES[kind].path(namespace, name, "status")
+        path = cache.child_resource(kind).path(namespace, name, "status")
         try:
             answer = self.api.request(
                 "PATCH",
@@ -153,7 +152,8 @@ class Applier:
             body["preconditions"] = {"uid": ref.uid}
         if ref.grace_period_seconds is not None:
             body["gracePeriodSeconds"] = ref.grace_period_seconds
-        path = CHILD_RESOURCES[child_kind(ref.api_version, ref.kind)].path(namespace, ref.name)
+        resource = cache.child_resource(child_kind(ref.api_version, ref.kind))
+        path = resource.path(namespace, ref.name)
         try:
             answer = self.api.request("DELETE", path, body=body)
         except ApiError as exc:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from t9kjobs.controller.failing import CannotHandle
 from t9kjobs.kube.informer import Store
-from t9kjobs.kube.resources import Resource
+from t9kjobs.kube.resources import CHILD_RESOURCES, Resource
 from t9kjobs.objects import child_kind
 from t9kjobs.planner import Kueue, ObjectRef
 from t9kjobs.vocabulary import JobKey, Obj
@@ -34,6 +35,21 @@ class Cache:
     child_stores: Mapping[str, Store] = field(default_factory=dict)
     absent_kinds: frozenset[str] = frozenset()
     kueue_stores: Mapping[str, Store] = field(default_factory=dict)
+    # Where each child kind is written: the engine's own and those the configured plugins
+    # declare (`Operator`, `t9kjobs_child_kinds`).
+    child_resources: Mapping[str, Resource] = field(default_factory=lambda: dict(CHILD_RESOURCES))
+
+    def child_resource(self, kind: str) -> Resource:
+        """Where children of `kind` are written; one of a kind no plugin declares cannot be
+        (a plugin that creates it without `t9kjobs_child_kinds`: the kit's
+        `children_are_of_declared_kinds` says so before it ships)."""
+        resource = self.child_resources.get(kind)
+        if resource is None:
+            raise CannotHandle(
+                f"the child kind {kind} is declared by no plugin (t9kjobs_child_kinds): the"
+                " operator neither watches it nor knows where to write it"
+            )
+        return resource
 
     def kueue(self) -> Kueue | None:
         """Kueue's objects as a plan reads them; None where Workloads are not watched and

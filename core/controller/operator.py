@@ -46,9 +46,8 @@ from t9kjobs.kube.resources import (
     CHILD_RESOURCES,
     KUEUE_NAMESPACED,
     KUEUE_RESOURCES,
-    NATIVE_POD_GROUP,
-    OPTIONAL_CHILD_KINDS,
     Resource,
+    child_resource,
     job_resource,
 )
 from t9kjobs.kube.slimming import slimmer
@@ -57,7 +56,6 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import API_GROUP
 from t9kjobs.objects import LABEL_OWNER_KIND
 from t9kjobs.planner import ProgressSource
-from t9kjobs.settings import Settings, configure
 from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Operator", "Options"]
@@ -78,27 +76,15 @@ class Operator:
         `options.kubeconfig`, see `load_configuration`)."""
         self.options = options
         self.manager = manager
-        # What feature plugins read (t9kjobs.settings), set before any job is planned; and the
-        # child kinds to watch: an optional one only when its option is on, so that without
-        # it the operator needs no right on it.
-        configure(
-            Settings(
-                network_policy=options.network_policy,
-                gang_scheduling=options.gang_scheduling,
-                kueue=options.kueue_policy,
-            )
-        )
-        optional = {"NetworkPolicy"} if options.network_policy.enabled else set()
-        if options.gang_scheduling in ("auto", "t9k"):
-            optional.add("PodGroup")
-        if options.gang_scheduling in ("auto", "native"):
-            optional.add(NATIVE_POD_GROUP)
-        if options.kueue == "auto":
-            optional.add("Workload")
+        # The child kinds to watch: the engine's own (Workloads with --kueue auto only) and
+        # those the configured plugins declare: without its option, no right on a kind.
         self.child_resources = {
-            kind: resource
-            for kind, resource in CHILD_RESOURCES.items()
-            if kind not in OPTIONAL_CHILD_KINDS or kind in optional
+            **{
+                k: r
+                for k, r in CHILD_RESOURCES.items()
+                if k != "Workload" or options.kueue == "auto"
+            },
+            **{k: child_resource(c) for k, c in manager.child_kinds().items()},
         }
         self.metrics = Metrics()
         cfg = cfg or configuration(options.kubeconfig)
@@ -136,12 +122,15 @@ class Operator:
         reconciler = Reconciler(
             self.transport,
             manager,
-            Cache(absent_kinds=frozenset(self.child_resources)),
+            Cache(
+                absent_kinds=frozenset(self.child_resources), child_resources=self.child_resources
+            ),
             self.events,
             creator=self.creator,
             routine_events=options.routine_events,
             metrics=self.metrics,
         )
+        reconciler.kueue_policy = options.kueue_policy
         self.jobs = JobController(reconciler, options, self.metrics)
         self.nodes = NodeWatch.wired(options.lost_node_seconds, self.transport, self.jobs)
         # A job whose progress changed is queued like one whose child changed: batched.
@@ -262,7 +251,7 @@ class Operator:
                 if self.stop.is_set():
                     return False
         self.jobs.reconciler.cache = Cache(
-            job_resources, job_stores, child_stores, absent, kueue_stores
+            job_resources, job_stores, child_stores, absent, kueue_stores, self.child_resources
         )
         return bool(started)
 

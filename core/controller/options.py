@@ -1,11 +1,15 @@
-"""`Options`: how the operator runs, as `t9kjobs operator` sets them from its flags."""
+"""`Options`: how the operator runs, as `t9kjobs operator` sets them from its flags.
+
+The options of plugins (gang scheduling, NetworkPolicies, ...) are not here: each plugin
+declares its own (`t9kjobs_options`) and the plugin manager holds the plugin configured with
+them (`PluginManager.configure`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
 
-from t9kjobs.settings import GangMode, KueuePolicy, NetworkPolicySettings
+from t9kjobs.planner import KueuePolicy
 
 __all__ = ["Options"]
 
@@ -48,16 +52,11 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    # A NetworkPolicy per job (the networkpolicy feature plugin; off: clusters whose network
-    # plugin does not enforce NetworkPolicies ignore them, and it is a request per job).
-    network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
-    # How a job's pods are placed together (t9kjobs.settings.GangMode, docs/scheduling.md).
-    gang_scheduling: GangMode = "auto"
     # Queues, quotas and preemption with Kueue (t9kjobs.planner.queueing, docs/scheduling.md):
     # `auto` speaks to Kueue where the cluster serves its Workloads; `off` ignores its labels.
     kueue: Literal["auto", "off"] = "auto"
     # Queueing made mandatory (namespaces, a default LocalQueue) and what Kueue is known to
-    # count (t9kjobs.settings.KueuePolicy): only with `kueue` auto.
+    # count (t9kjobs.planner.KueuePolicy): only with `kueue` auto.
     kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
     # Training progress read from running jobs' logs (t9kjobs.controller.progress_reader): a job at
     # most once every progress_interval seconds, all jobs together at most progress_qps reads

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from t9kjobs.kube.informer import Store
-from t9kjobs.kube.resources import CHILD_RESOURCES
+from t9kjobs.kube.resources import CHILD_RESOURCES, Resource
 from t9kjobs.kube.transport import Transport
 from t9kjobs.vocabulary import JobKey, Obj
 
@@ -50,9 +50,8 @@ class NameConflicts:
         self.owner = owner
         self._held: dict[JobKey, tuple[str, Held]] = {}
 
-    def lookup(self, namespace: str, kind: str, name: str) -> Obj | None:
-        """The object of that kind and name, if any."""
-        resource = CHILD_RESOURCES[kind]
+    def lookup(self, namespace: str, resource: Resource, name: str) -> Obj | None:
+        """The object of that resource and name, if any."""
         answer = self.transport.request(
             "GET",
             resource.path(namespace),
@@ -65,7 +64,13 @@ class NameConflicts:
         found: Obj = resource.typed(items[0])
         return found
 
-    def still_held(self, key: JobKey, uid: str, stores: Mapping[str, Store]) -> Held:
+    def still_held(
+        self,
+        key: JobKey,
+        uid: str,
+        stores: Mapping[str, Store],
+        resources: Mapping[str, Resource] = CHILD_RESOURCES,
+    ) -> Held:
         """The job's known conflicts, each looked at again: a name now free, or now held by
         an object of this job (its store gets it), is dropped."""
         remembered = self._held.get(key)
@@ -74,7 +79,7 @@ class NameConflicts:
             return {}
         held: Held = {}
         for kind, name in remembered[1]:
-            found = self.lookup(key[1], kind, name)
+            found = self.lookup(key[1], resources[kind], name)
             if found is None:
                 continue
             if self.owner(found) == uid:

@@ -48,7 +48,7 @@ from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
-from t9kjobs.planner import Event, Observed, Plan, plan
+from t9kjobs.planner import Event, KueuePolicy, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.planner.failure import cut, degraded_status, failed_status, stored_status
 from t9kjobs.vocabulary import JobKey, Obj
@@ -107,6 +107,7 @@ class Reconciler:
         # Lost-node detection (`t9kjobs.controller.nodes`), when the operator watches nodes.
         self.nodes: NodeWatch | None = None
         self.lost_node_seconds = 60.0
+        self.kueue_policy = KueuePolicy()  # the operator's --kueue-* (Operator)
         self.conflicts = NameConflicts(api)
         self.apply = Applier(api, self.conflicts, creator)
         self.apply.forced = self._count_forced
@@ -200,7 +201,7 @@ class Reconciler:
         uid = job.metadata.uid or ""
         children = cache.children(uid)  # as the plan reads them, and their versions
         versions = self._versions(raw, children)
-        held = self.conflicts.still_held(key, uid, cache.child_stores)
+        held = self.conflicts.still_held(key, uid, cache.child_stores, cache.child_resources)
         the_plan = self._plan(key, job, held, children, problems)
         if self.progress is not None:
             self.progress.follow(key, the_plan.progress_source)
@@ -255,6 +256,7 @@ class Reconciler:
             nodes=self.nodes.states(pods) if self.nodes is not None else None,
             lost_node_seconds=self.lost_node_seconds,
             stacks=stacks,
+            kueue_policy=self.kueue_policy,
         )
         try:
             return plan(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from t9kjobs.features import ChildKind
 from t9kjobs.kinds import KindInfo
 from t9kjobs.models import API_GROUP
 from t9kjobs.objects import child_kind
@@ -28,9 +29,8 @@ __all__ = [
     "KUEUE_RESOURCES",
     "METADATA_LIST",
     "METADATA_WATCH",
-    "NATIVE_POD_GROUP",
-    "OPTIONAL_CHILD_KINDS",
     "Resource",
+    "child_resource",
     "job_resource",
 ]
 
@@ -89,10 +89,18 @@ def job_resource(info: KindInfo) -> Resource:
     return Resource(API_GROUP, "v1beta1", info.plural, info.kind)
 
 
-# Children a job may own. PodGroup and TensorBoard belong to other components: when their CRD
-# is absent the planner leaves them out and reports it. Secrets are read for their metadata
-# only: the operator creates a job's SSH Secret and never reads its data back (a Secret is
-# never updated: `t9kjobs.planner`'s `_needs_update`).
+def child_resource(child: ChildKind) -> Resource:
+    """The resource of a child kind a plugin declares (`t9kjobs_child_kinds`)."""
+    group, _, version = child.api_version.rpartition("/")
+    return Resource(group, version, child.plural, child.kind)
+
+
+# The engine's own children. The kinds a plugin creates (PodGroups, NetworkPolicies, ...) are
+# the plugin's to declare (`t9kjobs_child_kinds`), watched while the configured plugin declares
+# them (`Operator`). TensorBoard belongs to another component: when its CRD is absent the
+# planner leaves it out and reports it. Secrets are read for their metadata only: the operator
+# creates a job's SSH Secret and never reads its data back (a Secret is never updated:
+# `t9kjobs.planner`'s `_needs_update`).
 CHILD_RESOURCES: dict[str, Resource] = {
     child_kind(r.api_version, r.kind): r
     for r in (
@@ -100,23 +108,12 @@ CHILD_RESOURCES: dict[str, Resource] = {
         Resource("", "v1", "services", "Service"),
         Resource("", "v1", "configmaps", "ConfigMap"),
         Resource("", "v1", "secrets", "Secret", metadata_only=True),
-        Resource("scheduler.tensorstack.dev", "v1beta1", "podgroups", "PodGroup"),
-        # kube-scheduler's own gang scheduling (Kubernetes 1.36, alpha; docs/scheduling.md).
-        Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup"),
         Resource("tensorstack.dev", "v1beta1", "tensorboards", "TensorBoard"),
-        # Only with `t9kjobs operator --network-policy` (the networkpolicy feature plugin):
-        # without it the operator neither watches nor needs the right to (Operator).
-        Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
-        # Kueue's (queues, quotas, preemption), with `t9kjobs operator --kueue auto`:
-        # t9kjobs.planner.queueing.
+        # Kueue's (queues, quotas, preemption): the engine's own queueing, not a plugin's
+        # (t9kjobs.planner.queueing); watched only with `t9kjobs operator --kueue auto`.
         Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload"),
     )
 }
-# kube-scheduler's PodGroup, as a job's children spell it (`t9kjobs.objects.child_kind`).
-NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
-# Child kinds watched only when an operator option asks for them (--network-policy,
-# --gang-scheduling, --kueue): without it the operator needs no right on them.
-OPTIONAL_CHILD_KINDS = frozenset({"NetworkPolicy", "PodGroup", NATIVE_POD_GROUP, "Workload"})
 # Objects of Kueue's a queued job's plan reads, watched where Workloads are
 # (`t9kjobs.planner.Kueue`): its ResourceFlavors and WorkloadPriorityClasses and the
 # PriorityClasses of pods (cluster-wide), and its LocalQueues (in the namespaces watched).

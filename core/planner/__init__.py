@@ -9,6 +9,7 @@ job's verdict (`stall`) and its ranks' stacks (`stacks`).
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
+from t9kjobs.planner.kueue_policy import KueuePolicy
 from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
 from t9kjobs.planner.types import (
     EngineHooks,
@@ -28,6 +29,7 @@ __all__ = [
     "EngineHooks",
     "Event",
     "Kueue",
+    "KueuePolicy",
     "NodeState",
     "ObjectRef",
     "Observed",

@@ -23,7 +23,6 @@ from t9kjobs.models import Job, JobStatus, recovery_of
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.children import deletion, subset
 from t9kjobs.planner.conditions import set_condition
-from t9kjobs.planner.placement import placement_objects
 from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
 from t9kjobs.planner.rules import kueue_rule
 from t9kjobs.planner.situation import Changes
@@ -236,7 +235,7 @@ def _held(
         set_condition(status, "Running", False, reason, "the job waits in its queue", ts)
     if live or status.tasks:
         shown_deleted(status)
-    gone = [*live, *placement_objects(observed.objects.values())]
+    gone = [*live, *observed.without_pods()]
     changes = changes or Changes()
     return Changes(
         create=changes.create,

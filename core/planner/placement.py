@@ -6,7 +6,8 @@ A PodGroup (the T9k scheduler's `PodGroup`, or kube-scheduler's own
 pods: a job with no pods to place (paused, finished) keeps none, so none is left behind it to
 hold a queue's place or a scheduler's attention. kube-scheduler's PodGroup is immutable: one
 whose count must change (the elastic minimum edited) is deleted, and created again by the next
-reconcile. A deleted one of kube-scheduler's goes once no pod names it (podgroup-protection):
+reconcile (both as the plugin declares its kinds: `ChildKind.without_pods`, `.replaced`). A
+deleted one of kube-scheduler's goes once no pod names it (podgroup-protection):
 while it is on its way out, no new pod of the job is created (`t9kjobs.planner.running`).
 
 A restart's replacement rejoins its gang, unless too few of the gang's members are left
@@ -36,18 +37,19 @@ from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
-    "PLACEMENT_KINDS",
-    "REPLACED_KINDS",
     "placement",
     "placement_objects",
     "rejoin_or_alone",
     "unplaced",
 ]
 
+# The gangs the engine watches over (the Scheduled condition, GangIncomplete, a replacement
+# rejoining its gang) are read in the two PodGroup formats the `scheduling` plugin writes: how
+# the plugin's kinds are watched, written, replaced and deleted is the plugin's to declare
+# (`t9kjobs_child_kinds`), but reading a gang is the engine's (docs/architecture.md,
+# "What core still names").
 _NATIVE = "PodGroup.scheduling.k8s.io"  # kube-scheduler's (t9kjobs.objects.child_kind)
-PLACEMENT_KINDS = frozenset({"PodGroup", _NATIVE})
-# Children whose spec cannot be updated: replaced instead.
-REPLACED_KINDS = frozenset({_NATIVE})
+_GANG_KINDS = frozenset({"PodGroup", _NATIVE})
 
 
 def placement_objects(objects: Iterable[Obj]) -> list[Obj]:
@@ -55,7 +57,7 @@ def placement_objects(objects: Iterable[Obj]) -> list[Obj]:
     return [
         o
         for o in objects
-        if object_key(o)[0] in PLACEMENT_KINDS and not o["metadata"].get("deletionTimestamp")
+        if object_key(o)[0] in _GANG_KINDS and not o["metadata"].get("deletionTimestamp")
     ]
 
 

@@ -73,6 +73,7 @@ def plan(
     plan creates pods (they say how the pods differ from what the user wrote, so they are said
     when pods are built from the spec: at the start, a restart, a relaunch). Routine Events
     (`Event.routine`) are left out unless `routine_events`."""
+    observed = replace(observed, child_kinds=hooks.child_kinds)
     before = job.status
     status = before.model_copy(deep=True)
     life = job.spec.lifecycle()

@@ -33,7 +33,7 @@ get from `jobframework/reconciler.go`:
 
 The queue cannot be skipped (docs/scheduling.md, "Queueing made mandatory"):
 
-* Where the administrator requires a queue (`t9kjobs.settings.KueuePolicy`), a job that names
+* Where the administrator requires a queue (`Observed.kueue_policy`), a job that names
   none waits in the default LocalQueue where one of that name exists in its namespace, and is
   refused otherwise (`QueueRequired`); where the cluster does not serve Workloads there, every
   job of the namespace is refused, labelled or not.
@@ -64,6 +64,7 @@ from t9kjobs.kinds import Problem
 from t9kjobs.messages import path_of
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod
+from t9kjobs.planner.kueue_policy import KueuePolicy
 from t9kjobs.planner.types import Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     KUEUE_API_VERSION,
@@ -72,7 +73,6 @@ from t9kjobs.planner.workloads import (
     workload_name,
     workload_priority,
 )
-from t9kjobs.settings import KueuePolicy, current
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
@@ -125,7 +125,7 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
     served = WORKLOAD not in observed.absent_kinds
     if (kueue is None and served) or not pods:
         return None  # the operator does not speak to Kueue (--kueue=off), or nothing to run
-    policy = current().kueue
+    policy = observed.kueue_policy
     namespace = job.namespace or ""
     if not served and policy.requires_queue(namespace):
         return _refused(

@@ -29,7 +29,7 @@ from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, st
 from t9kjobs.planner.history import close_recovered, record_restarts
 from t9kjobs.planner.job_restart import waits
 from t9kjobs.planner.nodes import FORCED_LOST, avoid
-from t9kjobs.planner.placement import REPLACED_KINDS, placement_objects, rejoin_or_alone
+from t9kjobs.planner.placement import placement_objects, rejoin_or_alone
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
 from t9kjobs.planner.types import Event, ObjectRef
@@ -163,7 +163,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 aux_creates.append(obj)
         elif not _needs_update(obj, current):
             continue
-        elif key[0] in REPLACED_KINDS:
+        elif observed.replaced(key[0]):
             if not current["metadata"].get("deletionTimestamp"):
                 deletes.append(deletion(current))  # created again once it is gone
         else:
@@ -239,7 +239,7 @@ def _gang_going(s: Situation) -> bool:
     """Whether a PodGroup the job wants is still being deleted (kube-scheduler's waits for the
     pods of a paused job to go, podgroup-protection): new pods would join the group on its way
     out, and keep it from going. They are created once it is gone, with a new one."""
-    for obj in placement_objects(s.aux):
+    for obj in s.observed.without_pods(s.aux):
         current = s.observed.get(*object_key(obj))
         if current is not None and current["metadata"].get("deletionTimestamp"):
             return True

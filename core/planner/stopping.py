@@ -15,7 +15,7 @@ from t9kjobs.objects import ANNOTATION_STOP_WHEN_FINISHED, LABEL_REPLICA_TYPE
 from t9kjobs.planner.children import deletion, pod_state
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.history import close_recovered
-from t9kjobs.planner.placement import placement, placement_objects
+from t9kjobs.planner.placement import placement
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import (
     aggregate,
@@ -49,7 +49,8 @@ def finished(status: JobStatus, observed: Observed, life: Lifecycle) -> Changes:
 
 
 def paused(status: JobStatus, observed: Observed, ts: str, given_up: Sequence[Obj] = ()) -> Changes:
-    """A paused job: its pods are deleted, its replicas shown Deleted; its PodGroups and
+    """A paused job: its pods are deleted, its replicas shown Deleted; its PodGroups (what
+    goes without pods) and
     `given_up` (its Workloads: its place in a queue) deleted."""
     live = [p for p in observed.pods() if not p["metadata"].get("deletionTimestamp")]
     status.phase = "Paused"
@@ -57,14 +58,14 @@ def paused(status: JobStatus, observed: Observed, ts: str, given_up: Sequence[Ob
     set_condition(status, "Running", False, "Paused", "the job is paused", ts)
     shown_deleted(status)
     events = [Event("Normal", "Paused", f"deleted {len(live)} pod(s)")] if live else []
-    gone = [*live, *placement_objects(observed.objects.values()), *given_up]
+    gone = [*live, *observed.without_pods(), *given_up]
     return Changes(delete=tuple(deletion(o) for o in gone), events=tuple(events))
 
 
 def cleanup(observed: Observed, life: Lifecycle, *, deadline: bool) -> list[ObjectRef]:
     """Children to delete when a job has finished: pods by cleanUpPolicy, and active ones past
-    a deadline; its PodGroups (`t9kjobs.planner.placement`)."""
-    out = [deletion(o) for o in placement_objects(observed.objects.values())]
+    a deadline; the children that go without pods (PodGroups: `Observed.without_pods`)."""
+    out = [deletion(o) for o in observed.without_pods()]
     for pod in observed.pods():
         if pod["metadata"].get("deletionTimestamp"):
             continue

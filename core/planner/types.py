@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from t9kjobs.features import ChildKind
 from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
+from t9kjobs.planner.kueue_policy import KueuePolicy
 from t9kjobs.progress import Report
 
 __all__ = [
@@ -31,6 +33,8 @@ class EngineHooks(Protocol):
     """The hooks of one kind, as the planner calls them (see `t9kjobs.hooks` for contracts)."""
 
     info: KindInfo
+    # The child kinds the configured plugins declare, by `ChildKind.key` (t9kjobs_child_kinds).
+    child_kinds: Mapping[str, ChildKind]
 
     def build_pods(self, job: Job) -> list[DesiredPod]: ...
 
@@ -158,7 +162,8 @@ class Observed:
     in a condition and a Warning Event until they are gone.
 
     `kueue`: Kueue's objects, where the operator watches Workloads and the cluster serves
-    them; None elsewhere.
+    them; None elsewhere. `kueue_policy`: where the administrator requires a queue, and what
+    Kueue counts (the operator's `--kueue-*` options).
 
     `progress`: the newest progress report the controller read from the job's log since the
     operator started (`t9kjobs.planner.progress_status`); None when it read none.
@@ -180,6 +185,10 @@ class Observed:
     nodes: Mapping[str, NodeState] | None = None
     lost_node_seconds: float = 60.0
     stacks: Stacks | None = None
+    kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
+    # How the plan treats the plugins' child kinds (replaced or updated; deleted while the job
+    # has no pods, or kept): what `plan` is given as `hooks.child_kinds`, set by it.
+    child_kinds: Mapping[str, ChildKind] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -193,6 +202,7 @@ class Observed:
         nodes: Mapping[str, NodeState] | None = None,
         lost_node_seconds: float = 60.0,
         stacks: Stacks | None = None,
+        kueue_policy: KueuePolicy | None = None,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -203,6 +213,7 @@ class Observed:
             nodes,
             lost_node_seconds,
             stacks,
+            kueue_policy or KueuePolicy(),
         )
 
     def get(self, kind: str, name: str) -> Obj | None:
@@ -210,6 +221,22 @@ class Observed:
 
     def pods(self) -> list[Obj]:
         return [o for (kind, _), o in sorted(self.objects.items()) if kind == "Pod"]
+
+    def without_pods(self, objects: Iterable[Obj] | None = None) -> list[Obj]:
+        """Those of `objects` (default: the job's children) that go while the job has no pods
+        to run (`ChildKind.without_pods` False: PodGroups), not being deleted already."""
+        return [
+            o
+            for o in (self.objects.values() if objects is None else objects)
+            if (child := self.child_kinds.get(object_key(o)[0])) is not None
+            and not child.without_pods
+            and not o["metadata"].get("deletionTimestamp")
+        ]
+
+    def replaced(self, kind: str) -> bool:
+        """Whether an object of `kind` that differs is replaced (its spec is immutable)."""
+        child = self.child_kinds.get(kind)
+        return child is not None and child.replaced
 
 
 @dataclass(frozen=True)

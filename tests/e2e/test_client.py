@@ -1,6 +1,7 @@
 """`t9kjobs.client` against the local control plane and the operator, on KWOK nodes: every
-method on every kind, a third-party kind (the plugin template's MPIJob), the three ways to
-connect, the refusals as exceptions; and training progress in the status, read by the operator
+method on every kind, a third-party kind (the plugin template's MPIJob) and a third-party
+feature plugin (examples/feature-plugin: a PodDisruptionBudget per job, its option given to the
+operator), both from packages installed apart, the three ways to connect, the refusals as exceptions; and training progress in the status, read by the operator
 from a log the KWOK nodes serve (hack/cluster/kwok/start.sh: the pods of one namespace get
 the lines of one file, which this test writes).
 
@@ -9,6 +10,7 @@ The same on the real node, with real training: tests/real/test_progress.py.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,8 +45,9 @@ from tests import waiting
 from tests.cluster import Cluster, fresh_namespace
 from tests.operators import REPO, OperatorProcess
 
-# Progress is read every second here, so that the test waits seconds, not the default 30.
-OPERATOR_ARGS = ("--progress-interval", "1", "--progress-qps", "20")
+# Progress is read every second here, so that the test waits seconds, not the default 30. The
+# last is the feature plugin's own option (examples/feature-plugin), parsed because it is loaded.
+OPERATOR_ARGS = ("--progress-interval", "1", "--progress-qps", "20", "--pdb-min-available=2")
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -81,33 +84,34 @@ def manifest(kind: str, name: str, seconds: int = 3, exit_code: int = 0) -> dict
 
 @pytest.fixture(scope="module")
 def mpijob_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The plugin template installed apart, as a third party's plugin is (`make conformance`
-    installs it the same way)."""
+    """The plugin template and the feature plugin installed apart, as a third party's plugins
+    are (`make conformance` installs them the same way)."""
     target = tmp_path_factory.mktemp("plugin-template")
-    source = tmp_path_factory.mktemp("src") / "plugin-template"
-    subprocess.run(["cp", "-r", str(REPO / "examples/plugin-template"), str(source)], check=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-build-isolation",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        check=True,
-    )
+    for example in ("plugin-template", "feature-plugin"):
+        source = tmp_path_factory.mktemp("src") / example
+        subprocess.run(["cp", "-r", str(REPO / "examples" / example), str(source)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-build-isolation",
+                "--no-deps",
+                "--target",
+                str(target),
+                str(source),
+            ],
+            check=True,
+        )
     return target
 
 
 @pytest.fixture(scope="module")
 def before_operator(cluster: Cluster, mpijob_plugin: Path) -> dict[str, str]:
     """The CRD of MPIJob installed beside the bundled kinds', and the module's operator made to
-    load the MPIJob plugin too (its environment)."""
+    load the MPIJob and PodDisruptionBudget plugins too (its environment)."""
     # The tree under test stays first on the path (a worktree's own, when PYTHONPATH names it).
     path = [str(mpijob_plugin), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
@@ -186,6 +190,35 @@ def test_a_third_party_kind(client: Client, ns: str) -> None:
     with pytest.raises(JobInvalid) as refused:
         client.create(bad, namespace=ns)
     assert "spec.slotsPerWorker" in refused.value.fields
+    client.delete(job, wait=True)
+
+
+def test_a_third_party_feature_plugin(client: Client, cluster: Cluster, ns: str) -> None:
+    """examples/feature-plugin, loaded from its own package: the operator took its option
+    (`--pdb-min-available=2`), watches the kind it declares and gives each job a budget."""
+    job = client.create(manifest("GenericJob", "kept", seconds=600), namespace=ns)
+    client.wait("gj/kept", namespace=ns, phase="Running", timeout=60, interval=0.5)
+
+    def budget() -> Any:
+        found = cluster.kubectl("get", "pdb", "-n", ns, "-o", "json").stdout
+        items = json.loads(found)["items"]
+        return items[0] if items else None
+
+    pdb = waiting.until(budget, 60, what="the job's PodDisruptionBudget")
+    assert pdb["metadata"]["name"] == "kept"
+    assert pdb["spec"]["minAvailable"] == 2
+    assert pdb["spec"]["selector"]["matchLabels"] == {
+        "tensorstack.dev/owner-kind": "GenericJob",
+        "tensorstack.dev/owner-name": "kept",
+    }
+    [owner] = pdb["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("GenericJob", "kept", job.metadata.uid)
+    # The budget covers the job's pods, as the API server counts them.
+    waiting.until(
+        lambda: (budget() or {}).get("status", {}).get("expectedPods") == 2,
+        60,
+        what="the budget counting the job's 2 pods",
+    )
     client.delete(job, wait=True)
 
 

@@ -14,19 +14,10 @@ import yaml
 from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
-from t9kjobs.settings import configured, current
 from t9kjobs.testing.harness.apiserver import local_api_server
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _settings_restored() -> Iterator[None]:
-    """The operator-wide settings as they were before each test: an `Operator` a test builds
-    configures them for the whole process (`t9kjobs.settings`)."""
-    with configured(current()):
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The conformance kit for framework plugins: a pytest plugin, off unless asked for.
+"""The conformance kit for plugins: a pytest plugin, off unless asked for.
 
 Installed with t9k-jobs under the `pytest11` entry point `t9kjobs-conformance`, so any pytest in
 an environment holding t9k-jobs has it; it does nothing until given a plugin name:
@@ -210,7 +210,9 @@ class ConformanceSuite(pytest.Collector):
                 **kw,
             )
 
-        for plugin_contract in contracts.PLUGIN_CONTRACTS:
+        feature = subject.feature
+        plugin_contracts = contracts.FEATURE_CONTRACTS if feature else contracts.PLUGIN_CONTRACTS
+        for plugin_contract in plugin_contracts:
             yield item(plugin_contract, None, None)
         for kind in sorted(subject.kinds):
             for kind_contract in contracts.KIND_CONTRACTS:
@@ -221,6 +223,8 @@ class ConformanceSuite(pytest.Collector):
             elif example.error is not None:  # unreadable: one failure says so, not ten
                 chosen = contracts.EXAMPLE_CONTRACTS[:1]
             else:
-                chosen = contracts.EXAMPLE_CONTRACTS
+                chosen = (
+                    contracts.FEATURE_EXAMPLE_CONTRACTS if feature else contracts.EXAMPLE_CONTRACTS
+                )
             for example_contract in chosen:
                 yield item(example_contract, example, example.id, path=example.path)

@@ -1,16 +1,19 @@
-"""The contracts of a framework plugin, one check each, run by the conformance kit.
+"""The contracts of a plugin, one check each, run by the conformance kit.
 
 A check raises `ContractViolation` with what was expected and what the plugin did; the first
 line of its docstring is the contract, as the kit's report and docs/plugin-reference.md name it.
 Checks come in four scopes: the plugin, each kind it declares, each valid example, each
-invalid example. Every hook is called through the real engine (`manager.hooks_for`, `plan`)
+invalid example. A feature plugin (no kind of its own) has its own plugin and example lists
+(`FEATURE_CONTRACTS`, `FEATURE_EXAMPLE_CONTRACTS`), checked on its examples of any kind.
+Every hook is called through the real engine (`manager.hooks_for`, `plan`)
 under the I/O guard.
 
 This module is the list, in the order the kit runs them; the checks live by what they check:
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
 `behaviour` (mistakes met in real runs), `runnable` (what a real run needs), `meaning` (ranks,
-world size and addresses, as the kind declares them) and `gangs`, all in `t9kjobs.testing.kit`.
+world size and addresses, as the kind declares them), `gangs` and `features` (feature plugins,
+and the kinds of every plugin's children), all in `t9kjobs.testing.kit`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ from t9kjobs.testing.kit.declared import (
     loads_through_entry_point,
 )
 from t9kjobs.testing.kit.examples import Example
+from t9kjobs.testing.kit.features import (
+    children_are_of_declared_kinds,
+    declares_options_and_child_kinds,
+)
 from t9kjobs.testing.kit.gangs import jobs_are_gangs
 from t9kjobs.testing.kit.meaning import addresses_name_the_job, ranks_cover_the_world
 from t9kjobs.testing.kit.noio import HookIOError
@@ -66,6 +73,8 @@ from t9kjobs.testing.kit.violation import ContractViolation
 
 __all__ = [
     "EXAMPLE_CONTRACTS",
+    "FEATURE_CONTRACTS",
+    "FEATURE_EXAMPLE_CONTRACTS",
     "INVALID_CONTRACTS",
     "KIND_CONTRACTS",
     "PLUGIN_CONTRACTS",
@@ -125,6 +134,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("compute_status_pairs_outcomes", compute_status_pairs_outcomes),
     Contract("compute_status_never_regresses", compute_status_never_regresses),
     Contract("hooks_do_no_io", hooks_do_no_io),
+    Contract("children_are_of_declared_kinds", children_are_of_declared_kinds),
     Contract(
         "compute_status_waits_for_restarting_replicas",
         compute_status_waits_for_restarting_replicas,
@@ -141,6 +151,18 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("arguments_survive_the_shell", arguments_survive_the_shell),
     Contract("ranks_cover_the_world", ranks_cover_the_world),
     Contract("addresses_name_the_job", addresses_name_the_job),
+]
+FEATURE_CONTRACTS: list[Contract[None]] = [
+    Contract("loads_through_entry_point", loads_through_entry_point),
+    Contract("declares_options_and_child_kinds", declares_options_and_child_kinds),
+]
+FEATURE_EXAMPLE_CONTRACTS: list[Contract[Example]] = [
+    Contract("example_is_valid", example_is_valid),
+    Contract("hooks_do_no_io", hooks_do_no_io),
+    Contract(
+        "children_carry_owner_labels_and_references", children_carry_owner_labels_and_references
+    ),
+    Contract("children_are_of_declared_kinds", children_are_of_declared_kinds),
 ]
 INVALID_CONTRACTS: list[Contract[Example]] = [
     Contract("invalid_example_is_rejected", invalid_example_is_rejected),

@@ -4,17 +4,15 @@ scheduling (docs/scheduling.md), with nothing of the plugin's own to write.
 The engine and the bundled `scheduling` feature plugin give each job a PodGroup and put its
 pods in it; a plugin decides only how many pods the job cannot run without
 (`Lifecycle.min_available`), and can break the gang by what its pods or its own
-`t9kjobs_mutate_pod` do to them. The check runs the first reconcile with the operator's
-gang mode `native` (`t9kjobs.settings`) on a cluster that serves the kind. Pause and finish,
-which delete the PodGroup, are the engine's alone: its tests cover them, for every kind.
+`t9kjobs_mutate_pod` do to them. The check runs the first reconcile with the `scheduling`
+plugin configured as by `--gang-scheduling native`, on a cluster that serves the kind. Pause
+and finish, which delete the PodGroup, are the engine's alone: its tests cover them, for every
+kind.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from t9kjobs.objects import object_key
-from t9kjobs.settings import configured, current
 from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.violation import ContractViolation
@@ -32,9 +30,13 @@ def jobs_are_gangs(subject: Subject, example: Example) -> None:
     (every pod, or the kind's `Lifecycle.min_available`, never more than the pods, at least 1),
     and every pod has `spec.schedulingGroup.podGroupName` naming it.
     """
-    with configured(replace(current(), gang_scheduling="native")):
+    manager = subject.loaded()
+    manager.configure({"gang-scheduling": "native"})  # the scheduling plugin's option
+    try:
         job = subject.job(example)
         created = subject.first_reconcile(job).create
+    finally:
+        manager.configure({})
     pods = [o for o in created if o.get("kind") == "Pod"]
     if not pods:
         return  # a job without pods has nothing to place

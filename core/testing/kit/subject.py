@@ -87,6 +87,11 @@ class Subject:
             k: i for k, i in self.manager.kinds.items() if self.manager.owner_of(k) == self.name
         }
 
+    @property
+    def feature(self) -> bool:
+        """Whether this is a feature plugin: loaded, and declaring no kind of its own."""
+        return self.manager is not None and not self.kinds
+
     def loaded(self) -> PluginManager:
         if self.manager is None:
             raise ContractViolation(f"plugin {self.name!r} did not load: {self.error}")
@@ -162,7 +167,8 @@ def load_subject(
     subject.plugin = subject.entry_point.load()
     subject.guard = IOGuard([*_package_folders(subject.entry_point.module), _core_templates()])
     subject.guard.watch(manager)
-    kinds = subject.kinds
+    # A feature plugin's examples are jobs of any installed kind; a kind's, of its own kinds.
+    kinds = subject.kinds or manager.kinds
     subject.examples = [e for e in find_examples(folders) if e.error is not None or e.kind in kinds]
     return subject
 

@@ -418,7 +418,7 @@ def test_kueue_policy_values_reach_the_operator_flags(
     """kueue.requireQueue, defaultQueue and resourceClaimTemplates are the operator's
     --kueue-require-queue, --kueue-default-queue and --kueue-resource-claim-templates; they
     mean nothing without Kueue, so the chart refuses them then."""
-    from t9kjobs.settings import KueuePolicy
+    from t9kjobs.planner import KueuePolicy
 
     assert _policy(render({"kueue": {"enabled": True}})) == KueuePolicy()
     kueue = {

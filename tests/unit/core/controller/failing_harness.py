@@ -26,7 +26,7 @@ class Harness:
         fake.seed(resource.path(KEY[1], KEY[2]), copy.deepcopy(job))
         self.children = {kind: Store() for kind in CHILD_RESOURCES}
         self.recorder = EventRecorder(fake.as_transport())
-        absent = frozenset({"PodGroup", "TensorBoard"})
+        absent = frozenset({"PodGroup", "PodGroup.scheduling.k8s.io", "TensorBoard"})
         self.reconciler = Reconciler(
             fake.as_transport(),
             manager,

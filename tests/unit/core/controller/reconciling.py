@@ -17,7 +17,10 @@ from t9kjobs.kube.resources import CHILD_RESOURCES, job_resource
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.testing.fixtures import pod_in_phase
+from tests.unit.configuring import NO_GANGS
 from tests.unit.core.kube.fake_transport import FakeTransport
+
+NO_GANGS_NOR_TENSORBOARDS = NO_GANGS | {"TensorBoard"}
 
 KIND = "PyTorchTrainingJob"
 
@@ -67,7 +70,7 @@ def reconciler(
         Reconciler(
             fake.as_transport(),
             manager,
-            Cache({kind: resource}, {kind: jobs}, children, frozenset({"PodGroup", "TensorBoard"})),
+            Cache({kind: resource}, {kind: jobs}, children, NO_GANGS_NOR_TENSORBOARDS),
             recorder,
             creator=creator,
         ),

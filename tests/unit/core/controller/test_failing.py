@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from t9kjobs.hooks import hookimpl
 from t9kjobs.kube.transport import ApiError
-from t9kjobs.manager import PluginManager
+from t9kjobs.manager import PluginManager, load_plugins
+from t9kjobs.objects import owner_labels
+from t9kjobs.vocabulary import Obj
 from tests.unit.core.controller.failing_harness import Harness, condition
 from tests.unit.core.controller.reconciling import JOB, KEY, KIND, settle, status_writes
 from tests.unit.core.kube.fake_transport import FakeTransport
@@ -107,3 +110,24 @@ def test_a_job_nested_too_deep_fails_alone_with_a_small_status_write(
     _, reason, message = condition(write["status"], "Failed")
     assert reason == "InvalidSpec" and "nested deeper than 100 levels" in message
     assert h.fake.posted("pods") == []
+
+
+class _UndeclaredChild:
+    """A feature plugin that creates a child of a kind it never declares (t9kjobs_child_kinds)."""
+
+    @hookimpl
+    def t9kjobs_build_auxiliary_objects(self, job: Any) -> list[Obj]:
+        meta = {"name": job.name, "namespace": job.namespace, "labels": owner_labels(job)}
+        return [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta}]
+
+
+def test_a_child_of_a_kind_no_plugin_declares_fails_the_job_naming_it() -> None:
+    manager = load_plugins()
+    manager.register(_UndeclaredChild(), "undeclared")
+    h = Harness(manager, FakeTransport(), JOB)
+    settle(h.reconciler, KEY)
+    *_, status = status_writes(h.fake)
+    assert status["phase"] == "Failed"
+    _, reason, message = condition(status, "Failed")
+    assert reason == "OperatorError"
+    assert "the child kind Widget is declared by no plugin (t9kjobs_child_kinds)" in message

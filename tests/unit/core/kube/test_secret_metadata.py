@@ -155,7 +155,9 @@ def test_a_lookup_by_name_asks_for_a_secrets_metadata() -> None:
             asked.append(kwargs["accept"])
             return {"items": [secret("job-ssh", "3", data=False)]}
 
-    found = NameConflicts(Lister()).lookup("ns", "Secret", "job-ssh")  # type: ignore[arg-type]
+    found = NameConflicts(Lister()).lookup(  # type: ignore[arg-type]
+        "ns", CHILD_RESOURCES["Secret"], "job-ssh"
+    )
     assert asked == [METADATA_LIST]
     assert found is not None and found["kind"] == "Secret" and found["apiVersion"] == "v1"
 
@@ -193,7 +195,7 @@ def test_the_ssh_secret_created_by_a_reconcile_is_cached_without_its_keys(
         {"DeepSpeedJob": resource},
         {"DeepSpeedJob": jobs},
         children,
-        frozenset({"PodGroup", "TensorBoard"}),
+        frozenset({"PodGroup", "PodGroup.scheduling.k8s.io", "TensorBoard"}),
     )
     reconciler = Reconciler(fake.as_transport(), manager, cache, EventRecorder(fake.as_transport()))
     key = ("DeepSpeedJob", "ns", "ds")

@@ -9,7 +9,7 @@ from typing import Any
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
-from t9kjobs.planner import Kueue, Observed, Plan, plan
+from t9kjobs.planner import Kueue, KueuePolicy, Observed, Plan, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
@@ -47,9 +47,14 @@ class QueueSim:
     """A job and its children stepped through plans, Kueue's objects beside them."""
 
     def __init__(
-        self, manifest: Obj, kueue: Kueue | None = KUEUE, manager: PluginManager | None = None
+        self,
+        manifest: Obj,
+        kueue: Kueue | None = KUEUE,
+        manager: PluginManager | None = None,
+        policy: KueuePolicy | None = None,
     ) -> None:
         self.manifest = manifest
+        self.policy = policy or KueuePolicy()  # the operator's --kueue-* options
         self.kueue = kueue
         self.manager = manager or tiny_manager()
         self.objects: dict[tuple[str, str], Obj] = {}
@@ -58,7 +63,9 @@ class QueueSim:
 
     def plan(self) -> Plan:
         job = parse_job(copy.deepcopy(self.manifest), self.manager)
-        observed = Observed(dict(self.objects), self.absent, self.conflicts, self.kueue)
+        observed = Observed.of(
+            self.objects.values(), self.absent, self.conflicts, self.kueue, kueue_policy=self.policy
+        )
         return plan(job, observed, NOW, self.manager.hooks_for(job.kind))
 
     def step(self) -> Plan:

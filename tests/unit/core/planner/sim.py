@@ -21,10 +21,12 @@ class Sim:
         self.manager = manager or tiny_manager()
         self.objects: dict[tuple[str, str], Obj] = {}
         self.now = NOW
+        self.absent: frozenset[str] = frozenset()  # child kinds the cluster does not serve
 
     def plan(self) -> Plan:
         job = parse_job(self.manifest, self.manager)
-        return plan(job, Observed(dict(self.objects)), self.now, self.manager.hooks_for(job.kind))
+        observed = Observed(dict(self.objects), self.absent)
+        return plan(job, observed, self.now, self.manager.hooks_for(job.kind))
 
     def step(self) -> Plan:
         p = self.plan()

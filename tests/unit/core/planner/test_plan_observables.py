@@ -270,6 +270,7 @@ class Hooks:
     ) -> None:
         self.base = tiny_manager().hooks_for(KIND)
         self.info = self.base.info
+        self.child_kinds = self.base.child_kinds
         self.verdict = verdict
         self.aux = list(aux)
         self.recreate = recreate

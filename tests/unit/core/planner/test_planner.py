@@ -274,6 +274,7 @@ def test_absent_child_kinds_are_left_out_with_a_condition() -> None:
 
     class WithPodGroup:
         info = hooks.info
+        child_kinds = hooks.child_kinds
         build_pods = hooks.build_pods
         build_launch_command = hooks.build_launch_command
         compute_status = hooks.compute_status

@@ -11,11 +11,11 @@ import pytest
 
 from t9kjobs.loading import JobError, load_job, parse_job
 from t9kjobs.objects import ANNOTATION_INCARNATION
-from t9kjobs.planner import Kueue, Plan
+from t9kjobs.planner import Kueue, KueuePolicy, Plan
 from t9kjobs.planner.workloads import pod_set_name, workload_name
-from t9kjobs.settings import KueuePolicy, Settings, configured
 from t9kjobs.testing.fixtures import installed_plugins, pod_in_phase
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import configured
 from tests.unit.core.planner.queue_sim import FLAVOR, KUEUE, WL, QueueSim, queued_job
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 from tests.unit.plugins.scheduling.jobs import generic_ddp
@@ -263,7 +263,7 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
     manager = installed_plugins()
     generic = generic_ddp(scheduler={"t9kScheduler": {"queue": "team-a", "priority": 7}})
     kueue = Kueue(t9k_queues=True, local_queues=frozenset({("ns", "team-a")}))
-    with configured(Settings(gang_scheduling="auto")):
+    with configured(manager, {"gang-scheduling": "auto"}):
         sim = QueueSim(copy.deepcopy(generic), kueue=kueue, manager=manager)
         sim.absent = frozenset({"PodGroup"})
         sim.step()
@@ -285,7 +285,7 @@ def test_t9k_scheduler_queue_and_priority_map_to_kueue_where_the_t9k_scheduler_i
 def test_an_admitted_job_is_still_placed_as_a_gang() -> None:
     doc = generic_ddp()
     doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
-    with configured(Settings(gang_scheduling="native")):
+    with configured(installed_plugins(), {"gang-scheduling": "native"}):
         sim = QueueSim(doc, manager=installed_plugins())
         p = sim.step()
         assert [o["kind"] for o in p.create] == ["Workload"]  # no PodGroup while it waits
@@ -344,8 +344,8 @@ def test_names() -> None:
 # -- The queue cannot be skipped (docs/scheduling.md) ----------------------------------------
 
 
-def _required(**policy: Any) -> Settings:
-    return Settings(kueue=KueuePolicy(**policy))
+def _required(**policy: Any) -> KueuePolicy:
+    return KueuePolicy(**policy)
 
 
 def _warnings(p: Plan) -> list[tuple[str, str]]:
@@ -356,43 +356,42 @@ def test_a_namespace_that_requires_a_queue_queues_a_job_without_one_in_the_defau
     """Kueue's manageJobsWithoutQueueName with its LocalQueue defaulting: a job that names no
     queue where one is required waits, with no pod, in the default LocalQueue of its namespace."""
     kueue = Kueue(flavors={"gpu": FLAVOR}, local_queues=frozenset({("ns", "default")}))
-    with configured(_required(require_namespaces=("ns",), default_queue="default")):
-        sim = QueueSim(tiny_job(replicas=2), kueue=kueue)
-        p = sim.step()
-        assert _pod_names(p) == []
-        assert sim.objects[WL]["spec"]["queueName"] == "default"
-        assert p.status.phase == "Queued" and p.status.reason == "Queued"
-        sim.admit()
-        p = sim.step()
-        assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
-        assert not _warnings(p)  # its Workload's queue is the one it is given: nothing ignored
+    policy = _required(require_namespaces=("ns",), default_queue="default")
+    sim = QueueSim(tiny_job(replicas=2), kueue=kueue, policy=policy)
+    p = sim.step()
+    assert _pod_names(p) == []
+    assert sim.objects[WL]["spec"]["queueName"] == "default"
+    assert p.status.phase == "Queued" and p.status.reason == "Queued"
+    sim.admit()
+    p = sim.step()
+    assert _pod_names(p) == ["tiny-worker-0", "tiny-worker-1"]
+    assert not _warnings(p)  # its Workload's queue is the one it is given: nothing ignored
     # Another namespace is left as it was: the job runs at once.
-    with configured(_required(require_namespaces=("other",), default_queue="default")):
-        sim = QueueSim(tiny_job(replicas=2), kueue=kueue)
-        assert _pod_names(sim.step()) == ["tiny-worker-0", "tiny-worker-1"]
+    policy = _required(require_namespaces=("other",), default_queue="default")
+    sim = QueueSim(tiny_job(replicas=2), kueue=kueue, policy=policy)
+    assert _pod_names(sim.step()) == ["tiny-worker-0", "tiny-worker-1"]
 
 
 def test_a_job_without_a_queue_where_one_is_required_and_no_default_is_refused() -> None:
     """No pod, no Workload: `Queued`, its Admitted condition and one Warning Event name the
     label; the label added (the admission policy lets it be added), the job queues."""
     for policy in ({"require_all": True}, {"require_namespaces": ("ns",), "default_queue": "q0"}):
-        with configured(_required(**policy)):
-            sim = QueueSim(tiny_job(replicas=2), kueue=KUEUE)
-            p = sim.step()
-            assert not p.create and p.requeue_after == 10.0
-            assert p.status.phase == "Queued" and p.status.reason == "QueueRequired"
-            message = sim.condition("Admitted")["message"]
-            assert "namespace ns requires a Kueue queue" in message
-            assert "kueue.x-k8s.io/queue-name" in message
-            ((reason, said),) = _warnings(p)
-            assert reason == "QueueRequired" and said == message
-            # Said once.
-            again = sim.step()
-            assert not again.create and not again.events and not again.status_changed
-            sim.manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
-            p = sim.step()
-            assert [o["kind"] for o in p.create] == ["Workload"]
-            assert sim.objects[WL]["spec"]["queueName"] == "team"
+        sim = QueueSim(tiny_job(replicas=2), kueue=KUEUE, policy=_required(**policy))
+        p = sim.step()
+        assert not p.create and p.requeue_after == 10.0
+        assert p.status.phase == "Queued" and p.status.reason == "QueueRequired"
+        message = sim.condition("Admitted")["message"]
+        assert "namespace ns requires a Kueue queue" in message
+        assert "kueue.x-k8s.io/queue-name" in message
+        ((reason, said),) = _warnings(p)
+        assert reason == "QueueRequired" and said == message
+        # Said once.
+        again = sim.step()
+        assert not again.create and not again.events and not again.status_changed
+        sim.manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+        p = sim.step()
+        assert [o["kind"] for o in p.create] == ["Workload"]
+        assert sim.objects[WL]["spec"]["queueName"] == "team"
 
 
 def test_a_running_job_in_a_namespace_that_now_requires_a_queue_loses_its_pods() -> None:
@@ -401,8 +400,8 @@ def test_a_running_job_in_a_namespace_that_now_requires_a_queue_loses_its_pods()
     sim = QueueSim(tiny_job(replicas=2))
     sim.step()
     sim.run_pods()
-    with configured(_required(require_all=True)):
-        p = sim.step()
+    sim.policy = _required(require_all=True)
+    p = sim.step()
     assert sorted(d.name for d in p.delete) == ["tiny-worker-0", "tiny-worker-1"]
     assert p.status.reason == "QueueRequired"
     assert [e.type for e in p.events] == ["Warning"]
@@ -412,12 +411,11 @@ def test_where_kueue_is_not_served_a_namespace_that_requires_a_queue_runs_nothin
     """Fail closed: without Kueue's Workloads no job of the namespace is queued, so none runs,
     labelled or not (elsewhere a labelled job runs and says so, Degraded)."""
     for doc in (queued_job(), tiny_job(replicas=2)):
-        with configured(_required(require_namespaces=("ns",))):
-            sim = QueueSim(doc, kueue=None)
-            sim.absent = frozenset({"Workload"})
-            p = sim.step()
-            assert not p.create and p.status.reason == "QueueRequired"
-            assert "does not serve Kueue's Workloads" in sim.condition("Admitted")["message"]
+        sim = QueueSim(doc, kueue=None, policy=_required(require_namespaces=("ns",)))
+        sim.absent = frozenset({"Workload"})
+        p = sim.step()
+        assert not p.create and p.status.reason == "QueueRequired"
+        assert "does not serve Kueue's Workloads" in sim.condition("Admitted")["message"]
 
 
 def _queued_and_admitted(doc: Obj | None = None) -> QueueSim:
@@ -521,7 +519,7 @@ def _finished_with_workers_running() -> QueueSim:
 def test_a_workload_stays_unfinished_while_a_pod_of_the_finished_job_runs() -> None:
     """Before: the plan that finished the job marked its Workload Finished while 3 workers
     still ran (the quota handed back, the GPUs held). Now only once none holds resources."""
-    with configured(Settings(gang_scheduling="none")):
+    with configured(installed_plugins(), {"gang-scheduling": "none"}):
         sim = _finished_with_workers_running()
         p = sim.step()
         assert p.status.phase == "Succeeded"
@@ -546,7 +544,7 @@ def test_a_workload_stays_unfinished_while_a_pod_of_the_finished_job_runs() -> N
 
 
 def test_a_finished_jobs_leftover_pods_are_deleted_when_kueue_evicts_its_workload() -> None:
-    with configured(Settings(gang_scheduling="none")):
+    with configured(installed_plugins(), {"gang-scheduling": "none"}):
         sim = _finished_with_workers_running()
         sim.step()
         wl = ("Workload", "genericjob-generic-ddp")
@@ -618,12 +616,13 @@ def test_a_resource_claim_kueue_cannot_count_is_refused_naming_the_field() -> No
     message = sim.condition("Admitted")["message"]
     assert "spec.resourceClaims[0].resourceClaimTemplateName (eight-gpus)" in message
     assert "--kueue-resource-claim-templates" in message
-    with configured(_required(resource_claim_templates=True)):
-        sim = QueueSim(_with_claims(queued_job(), template))
-        p = sim.step()
-        assert [o["kind"] for o in p.create] == ["Workload"]
-        pod_set = sim.objects[WL]["spec"]["podSets"][0]
-        assert pod_set["template"]["spec"]["resourceClaims"] == [template]
+    sim = QueueSim(
+        _with_claims(queued_job(), template), policy=_required(resource_claim_templates=True)
+    )
+    p = sim.step()
+    assert [o["kind"] for o in p.create] == ["Workload"]
+    pod_set = sim.objects[WL]["spec"]["podSets"][0]
+    assert pod_set["template"]["spec"]["resourceClaims"] == [template]
 
 
 def test_a_job_without_a_queue_keeps_its_resource_claims() -> None:

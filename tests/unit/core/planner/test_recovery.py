@@ -10,6 +10,7 @@ import pytest
 
 from t9kjobs.objects import ANNOTATION_INCARNATION
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import NO_GANGS
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 
@@ -406,6 +407,7 @@ def test_pytorch_fail_job_as_the_e2e_tier_runs_it() -> None:
         },
     }
     sim = Sim(manifest, load_plugins())
+    sim.absent = NO_GANGS  # no PodGroup to delete with the pods
     sim.step()
     sim.set("rec-fail-worker-0", "Failed", 42)
     p = sim.step()

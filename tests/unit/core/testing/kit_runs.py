@@ -134,6 +134,7 @@ ALL_CONTRACTS = {
             "compute_status_pairs_outcomes",
             "compute_status_never_regresses",
             "hooks_do_no_io",
+            "children_are_of_declared_kinds",
             "compute_status_waits_for_restarting_replicas",
             "subdomains_have_headless_services",
             "pods_use_only_declared_objects",

@@ -12,6 +12,7 @@ from t9kjobs.models import Job
 from t9kjobs.objects import Obj
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.render import render_job
+from tests.unit.configuring import NO_GANGS
 from tests.unit.conftest import NOW
 from tests.unit.plugins.colossalai.jobs import example
 
@@ -45,7 +46,7 @@ class Cluster:
         self.objects[name] = with_phase(self.objects[name], phase, exit_code)
 
     def reconcile(self) -> Plan:
-        result = plan(self.job, Observed.of(self.objects.values()), NOW, self.hooks)
+        result = plan(self.job, Observed.of(self.objects.values(), NO_GANGS), NOW, self.hooks)
         self.job = self.job.model_copy(update={"status": result.status})
         for ref in result.delete:
             self.objects.pop(ref.name, None)

@@ -9,6 +9,7 @@ from typing import Any
 from t9kjobs.models import Job
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.render import render_job
+from tests.unit.configuring import NO_GANGS
 from tests.unit.conftest import NOW
 from tests.unit.plugins.deepspeed.jobs import base_manifest, with_spec
 
@@ -40,7 +41,7 @@ def cluster(
 
 
 def run(job: Job, manager: Any, objects: list[dict[str, Any]]) -> Plan:
-    return plan(job, Observed.of(objects), NOW, manager.hooks_for("DeepSpeedJob"))
+    return plan(job, Observed.of(objects, NO_GANGS), NOW, manager.hooks_for("DeepSpeedJob"))
 
 
 def condition(result: Plan, type_: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +20,18 @@ from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.plugins.networkpolicy import plugin as networkpolicy
-from t9kjobs.settings import (
-    NetworkPolicySettings,
-    Settings,
-    configured,
-    current,
-    parse_labels,
-)
+from t9kjobs.plugins.networkpolicy.plugin import NetworkPolicySettings
+from t9kjobs.validation import parse_labels
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import configured
 from tests.unit.conftest import NOW, REPO
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 
-ON = Settings(network_policy=NetworkPolicySettings(enabled=True))
+ON = {"network-policy": True}
 OWNER = {"tensorstack.dev/owner-kind": "GenericJob", "tensorstack.dev/owner-name": "generic-mlp"}
 # What every allowPods peer adds: no pod of a job (issue #47).
 NR = [{"key": "tensorstack.dev/replica-type", "operator": "DoesNotExist"}]
-
-
-@pytest.fixture(autouse=True)
-def settings_restored() -> Iterator[None]:
-    """Every test leaves the process's settings as it found them (off)."""
-    with configured(current()):
-        yield
 
 
 def _example(path: str) -> Obj:
@@ -64,17 +52,16 @@ def _policies(p: Plan) -> list[Obj]:
 
 def test_off_by_default_no_policy_and_nothing_else_changes(manager: PluginManager) -> None:
     doc = _example("examples/genericjob/mlp-cpu.yaml")
-    assert current().network_policy.enabled is False
     off = _plan(manager, doc)
     assert not _policies(off)
-    with configured(ON):
+    with configured(manager, ON):
         on = _plan(manager, doc)
     # The policy is all the option adds: the pods and the other children are the same.
     assert [o for o in on.create if o["kind"] != "NetworkPolicy"] == list(off.create)
 
 
 def test_a_policy_owned_by_the_job_admitting_only_its_own_pods(manager: PluginManager) -> None:
-    with configured(ON):
+    with configured(manager, ON):
         p = _plan(manager, _example("examples/genericjob/mlp-cpu.yaml"))
     [policy] = _policies(p)
     assert policy["apiVersion"] == "networking.k8s.io/v1"
@@ -108,7 +95,7 @@ def test_a_policy_owned_by_the_job_admitting_only_its_own_pods(manager: PluginMa
 @pytest.mark.parametrize("example", sorted(REPO.glob("examples/*/mlp-cpu.yaml")), ids=str)
 def test_every_bundled_kind_gets_one(manager: PluginManager, example: Path) -> None:
     doc = _example(str(example.relative_to(REPO)))
-    with configured(ON):
+    with configured(manager, ON):
         p = _plan(manager, doc)
     [policy] = _policies(p)
     labels = {
@@ -123,7 +110,7 @@ def test_every_bundled_kind_gets_one(manager: PluginManager, example: Path) -> N
 def test_a_third_party_kind_gets_one_too() -> None:
     manager = tiny_manager()
     manager.register(networkpolicy, "networkpolicy")
-    with configured(ON):
+    with configured(manager, ON):
         p = _plan(manager, tiny_job())
     [policy] = _policies(p)
     assert policy["spec"]["podSelector"] == {
@@ -168,11 +155,11 @@ def test_a_jobs_template_cannot_make_its_pods_allowed_peers(manager: PluginManag
     # Issue #47: a template labelled like an allowPods peer (`app: notebook`) made its pods
     # peers of every job of the namespace. Every job's pod carries the replica-type label,
     # which templates cannot remove; peers must lack it.
-    settings = NetworkPolicySettings.of(True, [], ["app=notebook"])
+    options = {**ON, "network-policy-allow-pods": (parse_labels("app=notebook"),)}
     doc = _example("examples/genericjob/mlp-cpu.yaml")
     for spec in doc["spec"]["replicaSpecs"]:
         spec["template"].setdefault("metadata", {})["labels"] = {"app": "notebook"}
-    with configured(Settings(network_policy=settings)):
+    with configured(manager, options):
         p = _plan(manager, doc)
     [policy] = _policies(p)
     peers = [f["podSelector"] for f in policy["spec"]["ingress"][0]["from"] if "podSelector" in f]
@@ -192,12 +179,12 @@ def test_a_policy_whose_peers_changed_is_updated_not_recreated() -> None:
     manager = tiny_manager()
     manager.register(networkpolicy, "networkpolicy")
     sim = Sim(tiny_job(), manager)
-    with configured(ON):
+    with configured(manager, ON):
         first = sim.step()
         assert len(_policies(first)) == 1
         assert not _policies(sim.step())  # it exists: nothing to do
-    wider = NetworkPolicySettings.of(True, ["monitoring"])
-    with configured(Settings(network_policy=wider)):
+    wider = {**ON, "network-policy-allow-namespace": ("monitoring",)}
+    with configured(manager, wider):
         p = sim.step()
     [updated] = [o for o in p.update if o["kind"] == "NetworkPolicy"]
     assert len(updated["spec"]["ingress"][0]["from"]) == 2
@@ -272,7 +259,7 @@ def test_peers_without_the_option_are_refused(
     assert "need --network-policy" in capsys.readouterr().err
 
 
-def _operator(tmp_path: Path, manager: PluginManager, settings: NetworkPolicySettings) -> Operator:
+def _operator(tmp_path: Path, manager: PluginManager) -> Operator:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         yaml.safe_dump(
@@ -286,23 +273,28 @@ def _operator(tmp_path: Path, manager: PluginManager, settings: NetworkPolicySet
             }
         )
     )
-    return Operator(Options(kubeconfig=str(kubeconfig), network_policy=settings), manager)
+    return Operator(Options(kubeconfig=str(kubeconfig)), manager)
 
 
-@pytest.mark.parametrize("enabled", [False, True], ids=["off", "on"])
 def test_the_operator_watches_network_policies_only_with_the_option(
-    enabled: bool, tmp_path: Path, manager: PluginManager
+    tmp_path: Path, manager: PluginManager
 ) -> None:
-    settings = NetworkPolicySettings(enabled=enabled, allow_namespaces=("monitoring",))
-    op = _operator(tmp_path, manager, settings)
+    ops = [_operator(tmp_path, manager)]
+    with configured(manager, {**ON, "network-policy-allow-namespace": ("monitoring",)}):
+        # The plugin the manager holds is configured with the option's values.
+        held = manager.held("networkpolicy")
+        assert isinstance(held, networkpolicy.NetworkPolicies)
+        assert held.settings.allow_namespaces == ("monitoring",)
+        ops.append(_operator(tmp_path, manager))
     try:
-        # The plugin reads what the operator was started with.
-        assert current().network_policy == settings
-        assert ("NetworkPolicy" in op.child_resources) is enabled
-        assert set(op.child_resources) - {"NetworkPolicy"} == set(CHILD_RESOURCES) - {
-            "NetworkPolicy"
-        }
+        off, on = (set(op.child_resources) for op in ops)
+        assert "NetworkPolicy" not in off and set(CHILD_RESOURCES) <= off
+        assert on == off | {"NetworkPolicy"}
+        assert ops[1].child_resources["NetworkPolicy"].path("ns") == (
+            "/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies"
+        )
     finally:
-        op.jobs.stop()
-        op.events.close()
-        op.creator.shutdown()
+        for op in ops:
+            op.jobs.stop()
+            op.events.close()
+            op.creator.shutdown()

@@ -17,8 +17,8 @@ import pytest
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Plan
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, stranded
-from t9kjobs.settings import Settings, configured
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import configured
 from tests.unit.core.planner.sim import Sim
 from tests.unit.plugins.scheduling.jobs import SCHEDULER, generic_ddp
 
@@ -26,8 +26,8 @@ MASTER, W0, W1, W2 = (f"generic-ddp-{n}" for n in ("master-0", "worker-0", "work
 
 
 @pytest.fixture
-def native() -> Iterator[None]:
-    with configured(Settings(gang_scheduling="native")):
+def native(manager: PluginManager) -> Iterator[None]:
+    with configured(manager, {"gang-scheduling": "native"}):
         yield
 
 

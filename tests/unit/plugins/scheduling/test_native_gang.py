@@ -16,9 +16,10 @@ from t9kjobs.objects import DesiredPod
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.planner.placement import rejoin_or_alone
 from t9kjobs.plugins.scheduling import plugin as scheduling
-from t9kjobs.plugins.scheduling.plugin import gang_of
-from t9kjobs.settings import GangMode, Settings, configured
+from t9kjobs.plugins.scheduling.plugin import GangMode, gang_of
+from t9kjobs.render import render_job
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import configured
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import TinyPlugin, tiny_job
@@ -30,8 +31,8 @@ GROUP = (NATIVE, "generic-ddp")
 
 
 @pytest.fixture
-def native() -> Iterator[None]:
-    with configured(Settings(gang_scheduling="native")):
+def native(manager: PluginManager) -> Iterator[None]:
+    with configured(manager, {"gang-scheduling": "native"}):
         yield
 
 
@@ -161,7 +162,7 @@ def test_a_gang_whose_count_changes_is_replaced_not_updated(
 def test_pause_and_the_end_of_a_job_leave_no_pod_group(
     manager: PluginManager, mode: GangMode
 ) -> None:
-    with configured(Settings(gang_scheduling=mode)):
+    with configured(manager, {"gang-scheduling": mode}):
         sim = Sim(generic_ddp(scheduler=SCHEDULER), manager)
         sim.step()
         kind = NATIVE if mode == "native" else "PodGroup"
@@ -241,11 +242,12 @@ def test_a_gang_that_cannot_be_placed_says_why(manager: PluginManager, native: N
 
 
 def test_without_a_gang_a_pending_pod_adds_no_condition(manager: PluginManager) -> None:
-    sim = Sim(generic_ddp(), manager)  # the default t9k mode: no gang for this job
-    sim.step()
-    name = "generic-ddp-master-0"
-    sim.objects[("Pod", name)] = _unschedulable(sim.pod(name), "0/4 nodes are available")
-    p = sim.step()
+    with configured(manager, {"gang-scheduling": "t9k"}):  # no gang for this job
+        sim = Sim(generic_ddp(), manager)
+        sim.step()
+        name = "generic-ddp-master-0"
+        sim.objects[("Pod", name)] = _unschedulable(sim.pod(name), "0/4 nodes are available")
+        p = sim.step()
     assert p.status.condition("Scheduled") is None
     assert p.status.reason is None
 
@@ -259,10 +261,18 @@ def test_a_failed_job_shows_its_reason(manager: PluginManager) -> None:
     assert failed is not None and p.status.reason == failed.reason
 
 
-def test_unconfigured_the_library_makes_no_native_gang(manager: PluginManager) -> None:
-    """`auto` is the operator's default, not the library's: `render` shows no native gang."""
-    p = _plan(manager, generic_ddp())
-    assert not _native(p)
+def test_the_library_and_the_operator_share_the_default(manager: PluginManager) -> None:
+    """Unconfigured, the plugin runs under the operator's default (`auto`): a native gang
+    where the cluster serves the kind; `render` takes alpha APIs as off, and shows none."""
+    from t9kjobs.cli.main import _parser
+
+    assert _parser(manager=manager).parse_args(["operator"]).gang_scheduling == "auto"
+    assert _native(_plan(manager, generic_ddp()))
+    assert not _native(_plan(manager, generic_ddp(), frozenset({NATIVE})))
+    rendered = render_job(parse_job(generic_ddp(), manager), manager)
+    assert [o["kind"] for o in rendered if o["kind"] != "Pod"] == ["Service"] * len(
+        [o for o in rendered if o["kind"] == "Service"]
+    )
 
 
 def test_no_pod_joins_a_gang_on_its_way_out(manager: PluginManager, native: None) -> None:
@@ -380,7 +390,7 @@ def test_a_pod_joins_its_own_jobs_gang_or_none(
     manager = PluginManager()
     manager.register(_GangNamingPlugin(), "tiny")
     manager.register(scheduling, "scheduling")
-    with configured(Settings(gang_scheduling=mode)):
+    with configured(manager, {"gang-scheduling": mode}):
         p = _plan(manager, tiny_job(), absent)
     pods = [o for o in p.create if o["kind"] == "Pod"]
     assert len(pods) == 2

@@ -1,9 +1,12 @@
 """The scheduling feature plugin: a PodGroup per job with `scheduler.t9kScheduler`, pods that join
-it, and nothing of it when the cluster does not serve PodGroups."""
+it, and nothing of it when the cluster does not serve PodGroups: the T9k scheduler's gangs, as
+`--gang-scheduling t9k` asks for them (under `auto` too where the cluster serves no native gang:
+tests/unit/plugins/scheduling/test_native_gang.py)."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,10 +14,17 @@ from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.vocabulary import Obj
+from tests.unit.configuring import configured
 from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim
 from tests.unit.plugins.deepspeed.jobs import with_spec
 from tests.unit.plugins.scheduling.jobs import MINIMA, MINIMA_IDS, SCHEDULER, generic_ddp
+
+
+@pytest.fixture(autouse=True)
+def t9k_gangs(manager: PluginManager) -> Iterator[None]:
+    with configured(manager, {"gang-scheduling": "t9k"}):
+        yield
 
 
 def _plan(manager: PluginManager, doc: Obj, absent: frozenset[str] = frozenset()) -> Plan:
@@ -86,15 +96,8 @@ def test_absent_pod_group_kind_leaves_pods_to_the_default_scheduler(
 
 
 def test_degraded_clears_when_the_kind_appears(manager: PluginManager) -> None:
-    class Cluster(Sim):
-        absent = frozenset({"PodGroup"})
-
-        def plan(self) -> Plan:
-            job = parse_job(self.manifest, self.manager)
-            observed = Observed(dict(self.objects), self.absent)
-            return plan(job, observed, self.now, self.manager.hooks_for(job.kind))
-
-    sim = Cluster(generic_ddp(scheduler=SCHEDULER), manager)
+    sim = Sim(generic_ddp(scheduler=SCHEDULER), manager)
+    sim.absent = frozenset({"PodGroup"})
     sim.step()
     sim.absent = frozenset()  # a new operator found the CRD installed
     p = sim.step()

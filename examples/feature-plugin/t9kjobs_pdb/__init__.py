@@ -1,0 +1,1 @@
+"""A PodDisruptionBudget per job: a third-party feature plugin for t9k-jobs."""
