@@ -8,7 +8,7 @@ its training progress (`progress`), the pods it loses with their nodes (`nodes`)
 `failure` builds the status of a job that cannot go on. No module here does I/O.
 """
 
-from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
+from t9kjobs.planner.plan import FOLDED_REPLICAS_SECONDS, FOLDED_STATUS_SECONDS, plan
 from t9kjobs.planner.types import (
     EngineHooks,
     Event,
@@ -22,6 +22,7 @@ from t9kjobs.planner.types import (
 )
 
 __all__ = [
+    "FOLDED_REPLICAS_SECONDS",
     "FOLDED_STATUS_SECONDS",
     "EngineHooks",
     "Event",
