@@ -87,8 +87,11 @@ class OperatorUnderTest(ServerProcess):
         return {}
 
     def start(self, cluster: Cluster, log_path: Path) -> None:
-        # PYTHONPATH: the harness runs from the repo, and so does our operator.
-        self.launch(self.command(cluster), log_path, {**os.environ, "PYTHONPATH": str(REPO)})
+        # PYTHONPATH: the harness runs from the repo, and so does our operator; the caller's
+        # PYTHONPATH after it, so that a worktree's layout (`t9kjobs` of that tree) is the
+        # operator measured, not the one the venv installed in editable mode.
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+        self.launch(self.command(cluster), log_path, {**os.environ, "PYTHONPATH": path})
 
 
 class OurOperator(OperatorUnderTest):

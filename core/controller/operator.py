@@ -95,8 +95,7 @@ class Operator:
             cfg,
             qps=options.qps,
             burst=options.burst,
-            # A connection for every thread that may wait on an answer: workers, creators,
-            # the events thread and the informers' watches.
+            # A connection per thread that may await an answer: workers, creators, events, watches.
             pool_size=options.workers + creators + 16,
             on_request=self.metrics.api_request,
             identity=self.identity,
@@ -138,6 +137,7 @@ class Operator:
             self.transport,
             lambda key: self.jobs.queue.add_after(key, options.child_batch_period),
             interval=options.progress_interval,
+            first_read_after=options.progress_interval,
             qps=options.progress_qps,
             current=lambda key, source: _owns(reconciler.cache, key, source),
         )

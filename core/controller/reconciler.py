@@ -1,16 +1,17 @@
 """One reconcile: read the job and its children from the cache, plan once, apply the Plan.
 
 The reconciler decides nothing the planner can: `plan` says what to create, update and delete,
-which Events to post, what the status is, and whether a new job's first status may still wait
-(`Plan.status_due_in`, the fold). The reconciler applies that, in the order status ->
-deletions -> updates -> creations, and records the API's answers in the cache.
+which Events to post, what the status is, and when it is written (`Plan.status_after_creations`
+and `Plan.status_due_in`: `t9kjobs.planner.plan`, "When the status is written"). The
+reconciler applies that, in the order status -> deletions -> updates -> creations, and records
+the API's answers in the cache.
 
 Writing the status first is what makes restarts crash-safe (see `t9kjobs.planner.replicas`).
-A Plan that creates and deletes nothing else writes no status: its creations change what the
-status says (the pods exist now, with their uids), so the status is the next reconcile's, which
-runs at once (`Result` 0) and reads the creations from the cache. Its own status is written only
-if a creation fails, so that what existed is shown while the work queue retries; a Degraded
-condition then says what is retried (`t9kjobs.controller.failing`).
+A Plan whose status comes after its creations is followed at once by the next reconcile
+(`Result` 0), which reads the creations from the cache; its own status is written only if a
+creation fails, so that what existed is shown while the work queue retries; a Degraded
+condition then says what is retried (`t9kjobs.controller.failing`). A status that may wait is
+looked at again when it is due (a requeue).
 
 Events are handed to the `EventRecorder` and never waited for, but for those of the status
 write that finishes a job: they are posted first, so that a crash between the two cannot lose
@@ -207,7 +208,7 @@ class Reconciler:
             self.progress.follow(key, the_plan.progress_source)
             self.progress.want_stacks(key, the_plan.capture_stacks)
         found: Held = {}  # conflicts met by this reconcile's creations
-        if the_plan.create and not the_plan.delete:
+        if the_plan.status_after_creations:
             # Creations: the status they lead to is the next reconcile's (module docstring).
             try:
                 recorded = self.apply.objects(cache, key.namespace, the_plan, found)

@@ -10,7 +10,7 @@ job's verdict (`stall`) and its ranks' stacks (`stacks`).
 """
 
 from t9kjobs.planner.kueue_policy import KueuePolicy
-from t9kjobs.planner.plan import FOLDED_STATUS_SECONDS, plan
+from t9kjobs.planner.plan import FOLDED_REPLICAS_SECONDS, FOLDED_STATUS_SECONDS, plan
 from t9kjobs.planner.types import (
     EngineHooks,
     Event,
@@ -25,6 +25,7 @@ from t9kjobs.planner.types import (
 )
 
 __all__ = [
+    "FOLDED_REPLICAS_SECONDS",
     "FOLDED_STATUS_SECONDS",
     "EngineHooks",
     "Event",

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from t9kjobs.models.status import ConditionType, JobCondition, JobStatus
 
-__all__ = ["first_created", "parse_time", "rfc3339", "set_condition"]
+__all__ = ["first_created", "last_change", "parse_time", "rfc3339", "set_condition"]
 
 
 def rfc3339(now: datetime) -> str:
@@ -30,6 +30,24 @@ def first_created(objs: Iterable[dict[str, Any]]) -> datetime | None:
         if o["metadata"].get("creationTimestamp")
     ]
     return min(times, default=None)
+
+
+def last_change(pod: dict[str, Any]) -> datetime | None:
+    """The newest time a pod's status records (its conditions' transitions, its containers'
+    starts and ends): when it last changed; None when it records none."""
+    status = pod.get("status") or {}
+    stamps = [c.get("lastTransitionTime") for c in status.get("conditions") or []]
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        for state in (cs.get("state") or {}).values():
+            if isinstance(state, dict):
+                stamps += [state.get("startedAt"), state.get("finishedAt")]
+    times = []
+    for stamp in stamps:
+        try:
+            times.append(parse_time(str(stamp)))
+        except ValueError:
+            continue
+    return max(times, default=None)
 
 
 def set_condition(

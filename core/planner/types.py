@@ -284,8 +284,12 @@ class Plan:
     events: Sequence[Event] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines).
     requeue_after: float | None = None
-    # A new job's first status may wait this many seconds more, to be folded into the one its
-    # running pods bring (`t9kjobs.planner.plan`); None: it is written now if it changed.
+    # When the status is written, if it changed: the planner's to say alone (`t9kjobs.planner.
+    # plan`, "When the status is written"). `status_after_creations`: not by this reconcile,
+    # whose creations change what it says (the next reconcile, at once, writes it; this one
+    # only if a creation fails, to show what exists). `status_due_in`: it may wait this many
+    # seconds more, to be folded into a later write; None: it is written now.
+    status_after_creations: bool = False
     status_due_in: float | None = None
     # Where the controller reads the progress of a running job (`t9kjobs.planner.progress_status`);
     # None: it reads none (the job is not running, or has finished).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.profile import shares
-from bench.report import status_writes
+from bench.report import markdown_table, status_writes
 from bench.series import cost_rows, scale_rows
 from bench.store_churn import main as store_churn
 
@@ -97,3 +97,17 @@ def test_the_cost_table_divides_each_process_by_pods_and_the_operator_by_pod_eve
     assert header.count("|") == row.count("|")
     # 8 s and 2 s over 400 pods; 2 s over 2,000 pod events; the profiler is not in "all".
     assert row.startswith("| 100 x 4 | 50 | 5.00 | 20.0 | - | - | - | - | - | 5.0 | 25.0 | 1.00 |")
+
+
+def test_the_table_says_the_whole_runs_cpu_against_the_raw_phase() -> None:
+    raw = {"phase": "raw", "title": "raw", "control_plane_cpu_s": {"etcd": 1.0, "kwok": 3.0}}
+    ours = {
+        "phase": "ours",
+        "title": "ours",
+        # the profiler's CPU is the machine's, not the run's
+        "control_plane_cpu_s": {"etcd": 2.0, "operator": 4.0, "py-spy": 9.0},
+    }
+    table = markdown_table([raw, ours])
+    assert "| every process's CPU (s) | 4.0 | 6.0 |" in table
+    assert "| every process's CPU vs the raw phase | 1.00x | 1.50x |" in table
+    assert "vs the raw phase" not in markdown_table([ours])  # no raw phase: not said

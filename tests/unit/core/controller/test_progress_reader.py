@@ -148,6 +148,25 @@ def test_free_form_lines_do_not_undo_a_marked_report() -> None:
     assert queued == [KEY]
 
 
+def test_a_job_that_starts_running_is_first_read_one_interval_later() -> None:
+    """A program that has just started has reported nothing (and a node that keeps no logs
+    refuses the read): its first read waits `first_read_after`; a replacement pod of a job
+    followed already is read at once."""
+    api, queued, clock = FakeApi(), [], Clock()
+    reader = _reader(api, queued, clock, first_read_after=30.0)
+    reader.follow(KEY, SOURCE)
+    assert reader.due(clock(), 10) == []
+    clock.now += 29.9
+    assert reader.due(clock(), 10) == []
+    clock.now += 0.1
+    [(key, source)] = reader.due(clock(), 10)
+    reader.read(key, source)
+    assert reader.due(clock(), 10) == []
+    replacement = ProgressSource("mlp-worker-0", "uid-1", "trainer", "worker-0")
+    reader.follow(KEY, replacement)
+    assert reader.due(clock(), 10) == [(KEY, replacement)]
+
+
 def test_a_new_pod_to_read_is_read_from_its_start() -> None:
     api, queued, clock = FakeApi(), [], Clock()
     reader = _reader(api, queued, clock)

@@ -1,7 +1,8 @@
 """What the planner decides that the reconciler used to (#35): the validation warnings said as
 Events when pods are created, routine Events left out unless asked for, how long a new job's
-first status may wait (`Plan.status_due_in`, the fold), and `ready` and `runMode` in every
-status it plans."""
+first status may wait (`Plan.status_due_in`, the fold), when a change of replicas alone may
+wait, that a plan which creates leaves its status to the next (`Plan.status_after_creations`),
+and `ready` and `runMode` in every status it plans."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import timedelta
 from t9kjobs.kinds import Problem
 from t9kjobs.loading import parse_job
 from t9kjobs.models import dump
-from t9kjobs.planner import FOLDED_STATUS_SECONDS, Observed, Plan, plan
+from t9kjobs.planner import FOLDED_REPLICAS_SECONDS, FOLDED_STATUS_SECONDS, Observed, Plan, plan
 from t9kjobs.testing.fixtures import apply_plan, pod_in_phase
 from t9kjobs.vocabulary import Obj
 from tests.unit.conftest import NOW
@@ -84,6 +85,54 @@ def test_only_a_plain_pending_of_a_job_without_status_waits() -> None:
     deadline = tiny_job(run_policy={"activeDeadlineSeconds": 1})
     late = planned(deadline, created(deadline), timedelta(seconds=2))
     assert late.delete and late.status_due_in is None
+
+
+def _ended(pod: Obj, at: str) -> Obj:
+    """`pod` Succeeded, its container ended at `at` (as a kubelet, and KWOK, say)."""
+    ended = pod_in_phase(pod, "Succeeded")
+    for cs in ended["status"]["containerStatuses"]:
+        cs["state"]["terminated"].update(startedAt="2026-01-01T11:59:50Z", finishedAt=at)
+    return ended
+
+
+def test_a_change_of_replicas_alone_waits_to_be_folded_into_a_later_write() -> None:
+    manifest = tiny_job(replicas=3)
+    running = {
+        k: pod_in_phase(o, "Running") if k[0] == "Pod" else o for k, o in created(manifest).items()
+    }
+    stored = {**manifest, "status": dump(planned(manifest, running).status)}
+    assert planned(stored, running).status_changed is False
+    # One worker ended 1 s before now: its job still runs, the write waits 4 s more.
+    one = dict(running)
+    one[("Pod", "tiny-worker-1")] = _ended(
+        running[("Pod", "tiny-worker-1")], "2026-01-01T11:59:59Z"
+    )
+    now = planned(stored, one)
+    assert now.status.phase == "Running" and now.status.aggregate.succeeded == 1
+    assert now.status_due_in == FOLDED_REPLICAS_SECONDS - 1
+    assert planned(stored, one, timedelta(seconds=4)).status_due_in is None
+    # A pod that says nothing of when it changed is written at once.
+    silent = {
+        **one,
+        ("Pod", "tiny-worker-1"): pod_in_phase(running[("Pod", "tiny-worker-1")], "Succeeded"),
+    }
+    assert planned(stored, silent).status_due_in is None
+    # So is a change of anything but the replicas: every worker ended, the job Succeeded.
+    done = {
+        k: _ended(o, "2026-01-01T11:59:59Z") if k[0] == "Pod" else o for k, o in running.items()
+    }
+    verdict = planned(stored, done)
+    assert verdict.status.phase == "Succeeded" and verdict.status_due_in is None
+
+
+def test_a_plan_that_creates_leaves_its_status_to_the_next_reconcile() -> None:
+    manifest = tiny_job()
+    first = planned(manifest, {})
+    assert first.create and first.status_changed and first.status_after_creations
+    assert not planned(manifest, created(manifest)).status_after_creations
+    deadline = tiny_job(run_policy={"activeDeadlineSeconds": 1})
+    late = planned(deadline, created(deadline), timedelta(seconds=2))
+    assert late.delete and not late.status_after_creations
 
 
 def test_every_planned_status_counts_ready_replicas_and_names_its_run_mode() -> None:
