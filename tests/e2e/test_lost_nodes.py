@@ -377,6 +377,8 @@ def test_a_node_deleted_while_no_operator_ran_is_lost_by_the_next_one_before_pod
     kube.wait_phase(doc, "Running")
     bad = pod["spec"]["nodeName"]
     operators.kill()
+    # A machine gone: KWOK stops driving it first (else KWOK itself deletes its pods at once).
+    pool.patch(bad, {"metadata": {"annotations": {KWOK_MANAGED: None}}})
     pool.http.request("DELETE", f"/api/v1/nodes/{bad}")
     operators.start()
     replaced = _replaced_running(kube, {name: pod["metadata"]["uid"]})[name][0]
