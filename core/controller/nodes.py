@@ -183,6 +183,13 @@ class NodeWatch:
         for pod in self._pods_on(name):
             self._queue_pod("MODIFIED", pod)
 
+    def syncing(self, pods: Iterable[Obj]) -> bool:
+        """Whether the detection is on but its store has not synced while some of these pods
+        are bound to a node: their plan read no node, and must be made again once it has."""
+        if not self.on or self.informer.synced.is_set():
+            return False
+        return any(node_of(pod) for pod in pods if pod.get("kind", "Pod") == "Pod")
+
     def _noticed(self, name: str) -> datetime:
         """When a plan first read `name` missing from the synced store."""
         with self._missing_lock:

@@ -59,6 +59,11 @@ __all__ = ["Reconciler"]
 log = logging.getLogger("t9kjobs.reconciler")
 
 
+# Seconds before a job whose pods' nodes could not be read yet (the node store syncing, at an
+# operator's start) is planned again: no node event would queue it for a node already gone.
+NODES_SYNCING_RETRY = 2.0
+
+
 def _sooner(a: float | None, b: float | None) -> float | None:
     """The sooner of two requeues; None is never."""
     return b if a is None else a if b is None else min(a, b)
@@ -230,6 +235,9 @@ class Reconciler:
         _log_created(the_plan, found, jlog)
         self._record(raw, the_plan.events, posted)
         requeue = _sooner(the_plan.requeue_after, hold)
+        if self.nodes is not None and self.nodes.syncing(children):
+            # Its pods' nodes not read yet: looked at again once the node store has synced.
+            requeue = _sooner(requeue, NODES_SYNCING_RETRY)
         done = (
             held
             or the_plan.delete

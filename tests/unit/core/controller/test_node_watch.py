@@ -180,8 +180,11 @@ def test_plans_read_no_node_until_the_store_synced_then_the_nodes_their_pods_nam
     w.watch.stop()
     assert w.gauge._value.get() == 1  # type: ignore[attr-defined]
     assert w.watch.states(pods) is None  # not synced yet
+    # ...so the reconciler plans these pods' job again soon: a gone node sends no event.
+    assert w.watch.syncing(pods) and not w.watch.syncing([])
     w.watch.store.put(_node("n1", ready="False"))
     w.watch.informer.synced.set()
+    assert not w.watch.syncing(pods)
     # A node the store never held (deleted while no operator watched, or created a moment
     # ago): missing, counted from when it was first noticed, which later reads keep.
     noticed = w.clock[0]
