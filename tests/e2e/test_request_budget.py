@@ -22,7 +22,7 @@ from bench.workload import ours_job
 from tests import waiting
 from tests.e2e.jobs import JOBS as JOBS_API
 from tests.e2e.jobs import PLURALS, Kube, Recorder, phase
-from tests.e2e.operator import OperatorProcess, install_crds, operator_process
+from tests.operators import OperatorProcess, install_crds, operator_process
 
 JOBS = 20
 REPLICAS = 4
