@@ -164,7 +164,9 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         " (make cluster-down) and let the tests start it, or start it with T9KJOBS_AUDIT=1"
     )
     namespace = create_namespace(cluster, "t9k-system")
-    values = {**CLUSTER_WIDE, "kueue": {"enabled": True}}
+    # Progress read every second: a job's first read waits one interval (issue #50), and the
+    # jobs here run seconds, so the default 30 s would never use `pods/log get`.
+    values = {**CLUSTER_WIDE, "kueue": {"enabled": True}, "progress": {"interval": 1, "qps": 5}}
     objects = render_chart(install_tool("helm"), values, namespace=namespace)
     created_crds: list[str] = []
     try:
@@ -357,7 +359,7 @@ def completed_jobs(
         doc["spec"].pop("scheduler", None)
         if doc["kind"] == "GenericJob":
             doc["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "main"
-        jobs.append(simulate(doc, exit_code=0, seconds=2))
+        jobs.append(simulate(doc, exit_code=0, seconds=4))  # long enough for a progress read
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(jobs))
 
     phases: dict[str, str | None] = {}
