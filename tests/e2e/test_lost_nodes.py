@@ -2,8 +2,8 @@
 unreachable, NotReady and deleted under running jobs, all at once (their waits overlap), with an
 operator run with `--lost-node-seconds 10`.
 
-Each scenario has fake nodes of its own (`kwok-rec-<scenario><i>`: label `t9kjobs.dev/pool`,
-taint `t9kjobs.dev/pool=recovery:NoSchedule`, 8 GPUs; the jobs carry the nodeSelector and the
+Each scenario has fake nodes of its own (`kwok-rec-<scenario>-<i>`: label `t9kjobs.dev/pool`,
+taint `t9kjobs.dev/pool=rec-<scenario>:NoSchedule`, 8 GPUs; the jobs carry the nodeSelector and the
 toleration, so no other test's pod lands there), made by the module and deleted at its end.
 A node is broken the way the node lifecycle controller sees a dead kubelet:
 
@@ -30,135 +30,62 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from t9kjobs.kube.transport import ApiError, Transport, load_configuration
+from t9kjobs.kube.transport import Transport, load_configuration
 from tests.e2e.jobs import Kube, Obj, job, phase, replicas, template, until
+from tests.kwok_nodes import NodePool, pool_pod
 from tests.operators import Operators
 
-POOL = "t9kjobs.dev/pool"
-POOL_TAINT = {"key": POOL, "value": "recovery", "effect": "NoSchedule"}
-KWOK_MANAGED = "kwok.x-k8s.io/node"
 HOLD = "t9kjobs.dev/e2e-hold"  # the test's finalizer: a pod KWOK must not delete
 BOUND = 10
 OPERATOR_ARGS = ("--lost-node-seconds", str(BOUND))
 # unreachable, NotReady (+ Terminating), deleted; the operator killed after the status write;
 # a node deleted while no operator ran (missing from the next one's list)
 SCENARIOS = {"u": 3, "n": 2, "d": 3, "k": 2, "m": 2}
-
-
-def _node(name: str, pool: str) -> Obj:
-    capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {KWOK_MANAGED: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {POOL: pool, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
-        },
-        "spec": {"taints": [POOL_TAINT]},
-        "status": {"allocatable": capacity, "capacity": capacity},
-    }
-
-
-def _ready(node: Obj) -> str | None:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if c["type"] == "Ready":
-            return str(c["status"])
-    return None
+N0, N1 = "kwok-rec-n-0", "kwok-rec-n-1"  # the NotReady scenario's nodes
 
 
 class Pool:
-    """The module's fake nodes, by scenario."""
+    """The module's fake nodes: a pool of its own per scenario (`tests/kwok_nodes.py`, which the
+    chaos tier's lost-node phase shares)."""
 
     def __init__(self, http: Transport) -> None:
         self.http = http
-        self.names = {s: [f"kwok-rec-{s}{i}" for i in range(n)] for s, n in SCENARIOS.items()}
+        self.pools = {
+            s: NodePool(http, f"rec-{s}", f"kwok-rec-{s}", n) for s, n in SCENARIOS.items()
+        }
 
-    def all(self) -> list[str]:
-        return [n for names in self.names.values() for n in names]
+    def _of(self, name: str) -> NodePool:
+        return next(p for p in self.pools.values() if name in p.names)
 
-    def get(self, name: str) -> Obj:
-        return self.http.request("GET", f"/api/v1/nodes/{name}")
-
-    def patch(self, name: str, body: Obj, sub: str = "", strategic: bool = False) -> None:
-        path = f"/api/v1/nodes/{name}" + (f"/{sub}" if sub else "")
-        kind = "strategic-merge-patch" if strategic else "merge-patch"
-        self.http.request("PATCH", path, body=body, content_type=f"application/{kind}+json")
-
-    def _conditions(self, name: str, ready: str, at: str) -> None:
-        if ready == "Unknown":
-            reason, message = "NodeStatusUnknown", "Kubelet stopped posting node status."
-        else:
-            reason, message = "KubeletNotReady", "container runtime is down"
-        conditions = [
-            {
-                "type": t,
-                "status": ready if t == "Ready" else "Unknown",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": at,
-                "lastHeartbeatTime": at,
-            }
-            for t in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
-        ]
-        self.patch(name, {"status": {"conditions": conditions}}, "status", strategic=True)
+    def patch(self, name: str, body: Obj) -> None:
+        self.http.request(
+            "PATCH", f"/api/v1/nodes/{name}", body=body, content_type="application/merge-patch+json"
+        )
 
     def break_node(self, name: str, ready: str) -> float:
-        """Make a node look as the node lifecycle controller makes a dead kubelet's: KWOK no
-        longer drives its status (its annotation removed; KWOK v0.8.0 still renews its Lease
-        and still deletes its pods), its conditions `ready` (Unknown or False) and tainted.
-        The time of the Ready transition (this host's clock)."""
-        self.patch(name, {"metadata": {"annotations": {KWOK_MANAGED: None}}})
-        taint = "unreachable" if ready == "Unknown" else "not-ready"
-        taints = [
-            POOL_TAINT,
-            *(
-                {"key": f"node.kubernetes.io/{taint}", "effect": e}
-                for e in ("NoExecute", "NoSchedule")
-            ),
-        ]
-        self.patch(name, {"spec": {"taints": taints}})
-        written = {"at": 0.0}
+        """Break `name` as the node lifecycle controller sees a dead kubelet: the time of the
+        Ready transition."""
+        return self._of(name).break_node(name, ready)
 
-        def held() -> bool:
-            # KWOK may not have seen its annotation go yet, and make the node Ready again:
-            # written again until it stays as written for 2 s.
-            if _ready(self.get(name)) == "True" or not written["at"]:
-                written["at"] = time.time()
-                stamp = datetime.fromtimestamp(written["at"], UTC)
-                self._conditions(name, ready, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
-                return False
-            return time.time() - written["at"] >= 2
-
-        until(held, f"{name} {ready}", timeout=60)
-        return written["at"]
+    def unmanage(self, name: str) -> None:
+        """KWOK stops driving `name`, as when its machine is gone."""
+        self._of(name).unmanage(name)
 
 
 @pytest.fixture(scope="module")
 def pool(cluster: Any) -> Iterator[Pool]:
-    http = Transport(load_configuration(str(cluster.kubeconfig)), qps=0)
-    nodes = Pool(http)
+    nodes = Pool(Transport(load_configuration(str(cluster.kubeconfig)), qps=0))
     try:
-        for scenario, names in nodes.names.items():
-            for name in names:
-                http.request("POST", "/api/v1/nodes", body=_node(name, f"rec-{scenario}"))
-        until(
-            lambda: all(_ready(nodes.get(n)) == "True" for n in nodes.all()),
-            "the recovery pool's nodes Ready",
-        )
+        for scenario in nodes.pools.values():
+            scenario.create()
         yield nodes
     finally:
-        for name in nodes.all():
-            try:
-                http.request("DELETE", f"/api/v1/nodes/{name}")
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
+        for scenario in nodes.pools.values():
+            scenario.delete()
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +95,7 @@ def before_operator(pool: Pool) -> None:
 
 
 def _job(name: str, scenario: str, gpus: int) -> Obj:
-    pod = template(exit_code=0, seconds=3600)
-    pod["spec"]["nodeSelector"] = {POOL: f"rec-{scenario}"}
-    pod["spec"]["tolerations"] = [{"key": POOL, "operator": "Exists", "effect": "NoSchedule"}]
-    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+    pod = pool_pod(template(exit_code=0, seconds=3600), f"rec-{scenario}", gpus)
     spec = {"type": "worker", "replicas": 2, "restartPolicy": "Never", "template": pod}
     return job("GenericJob", name, spec, recoveryPolicy={})
 
@@ -229,7 +153,7 @@ def test_pods_on_lost_nodes_are_replaced_elsewhere_charged_to_the_infrastructure
         _job("ln-deleted", "d", 8),
     )
     # The NotReady scenario's two pods share a node: the other one is cordoned meanwhile.
-    _cordon(pool, "kwok-rec-n1", True)
+    _cordon(pool, N1, True)
     for doc in (unreachable, notready, deleted):
         kube.create(doc)
     first = {
@@ -238,19 +162,19 @@ def test_pods_on_lost_nodes_are_replaced_elsewhere_charged_to_the_infrastructure
         )
         for doc in (unreachable, notready, deleted)
     }
-    _cordon(pool, "kwok-rec-n1", False)
+    _cordon(pool, N1, False)
     node_of = {
         pod_name: pod["spec"]["nodeName"]
         for pods in first.values()
         for pod_name, pod in pods.items()
     }
-    assert node_of["ln-notready-worker-0"] == node_of["ln-notready-worker-1"] == "kwok-rec-n0"
+    assert node_of["ln-notready-worker-0"] == node_of["ln-notready-worker-1"] == N0
 
     # Break the three nodes at once.
     bad_u = node_of["ln-unreachable-worker-1"]
     bad_d = node_of["ln-deleted-worker-1"]
     broken_at = {"ln-unreachable": pool.break_node(bad_u, "Unknown")}
-    broken_at["ln-notready"] = pool.break_node("kwok-rec-n0", "False")
+    broken_at["ln-notready"] = pool.break_node(N0, "False")
     # Deleted there, it stays Terminating: no kubelet confirms. (KWOK v0.8.0 still deletes the
     # pods of a node it no longer drives: a finalizer of the test's keeps it, and is removed
     # once the operator has forced the deletion, grace 0.)
@@ -266,7 +190,7 @@ def test_pods_on_lost_nodes_are_replaced_elsewhere_charged_to_the_infrastructure
     pool.http.request("DELETE", f"/api/v1/nodes/{bad_d}")
     lost = {
         "ln-unreachable": ("ln-unreachable-worker-1", bad_u),
-        "ln-notready": ("ln-notready-worker-1", "kwok-rec-n0"),
+        "ln-notready": ("ln-notready-worker-1", N0),
         "ln-deleted": ("ln-deleted-worker-1", bad_d),
     }
     stuck_uid = first["ln-notready"]["ln-notready-worker-0"]["metadata"]["uid"]
@@ -308,7 +232,7 @@ def test_pods_on_lost_nodes_are_replaced_elsewhere_charged_to_the_infrastructure
         figures[job_name] = seen - broken_at[job_name]
     # The Terminating pod was forced and created again: same incarnation, another node.
     again, _ = replaced["ln-notready-worker-0"]
-    assert again["spec"]["nodeName"] == "kwok-rec-n1"
+    assert again["spec"]["nodeName"] == N1
     assert again["metadata"]["annotations"]["batch.tensorstack.dev/restart-count"] == "0"
 
     for doc in (unreachable, notready, deleted):
@@ -378,7 +302,7 @@ def test_a_node_deleted_while_no_operator_ran_is_lost_by_the_next_one_before_pod
     bad = pod["spec"]["nodeName"]
     operators.kill()
     # A machine gone: KWOK stops driving it first (else KWOK itself deletes its pods at once).
-    pool.patch(bad, {"metadata": {"annotations": {KWOK_MANAGED: None}}})
+    pool.unmanage(bad)
     pool.http.request("DELETE", f"/api/v1/nodes/{bad}")
     operators.start()
     replaced = _replaced_running(kube, {name: pod["metadata"]["uid"]})[name][0]
