@@ -17,7 +17,11 @@ three pod creations' worth of kube-apiserver CPU (docs/benchmarks.md), so a chan
 when it says something, and folded into a later write when it can wait:
 
 - A plan that creates (and deletes nothing) writes no status: its creations change what the
-  status says (the pods exist now, with their uids); the next reconcile writes it.
+  status says (the pods exist now, with their uids); the next reconcile writes it. But for the
+  plan that resumes a paused job: `Resuming` is the answer to the user's own change of the
+  spec, written before the pods are created, as a pause is written before its deletions; left
+  to the next reconcile, pods that run by then would take the job from `Paused` straight to
+  `Running`.
 - A plan that deletes writes it now, before the deletions (a restart is recorded before its
   pod goes: `t9kjobs.planner.replicas`).
 - A new job's first status waits, when its pods all exist and wait to run with nothing else
@@ -301,9 +305,16 @@ def _built(
         patch_status=changes.patch_status,
         events=events,
         requeue_after=changes.requeue_after,
-        status_after_creations=bool(changes.create) and not changes.delete,
+        status_after_creations=bool(changes.create)
+        and not changes.delete
+        and not _resumes(before, status),
         status_due_in=None if changes.delete else _status_due(before, status, observed, now),
     )
+
+
+def _resumes(before: JobStatus, status: JobStatus) -> bool:
+    """The plan that takes a paused job to `Resuming` (module docstring)."""
+    return before.phase == "Paused" and status.phase == "Resuming"
 
 
 def _status_due(

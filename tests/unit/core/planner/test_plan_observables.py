@@ -160,6 +160,8 @@ def test_pause_and_resume_word_for_word() -> None:
     at(sim, 20)
     p = sim.step()
     assert p.status.phase == "Resuming"
+    # Written before the pods are created: pods that run at once must not skip `Resuming`.
+    assert len(p.create) == 2 and not p.status_after_creations and p.status_due_in is None
     assert sim.condition("Paused") == {
         "type": "Paused",
         "status": "False",
