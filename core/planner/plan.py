@@ -390,12 +390,12 @@ def _deadline(
 
 
 def _gang_verdict(s: Situation) -> Verdict | None:
-    """A T9k scheduler's gang that can never be complete fails the job once the bound is due:
-    the engine cannot place one of its pods on its own (`t9kjobs.planner.gangs`)."""
+    """A gang that can never be complete, and whose members cannot be placed on their own
+    (the T9k scheduler's), fails the job once the bound is due (`t9kjobs.planner.gangs`)."""
     gang = stranded_gang(s)
-    if gang is None or gang.native or overdue(s.before, s.now) != 0:
+    if gang is None or gang.separable or overdue(s.before, s.now) != 0:
         return None
-    message = f"{gang.message}; the T9k scheduler places none of them on its own"
+    message = f"{gang.message}; its scheduler places none of them on its own"
     return Verdict("Failed", GANG_INCOMPLETE, message, tuple(s.found.states))
 
 
