@@ -236,13 +236,13 @@ class Observed:
     def gangs(self, objects: Iterable[Obj]) -> list[tuple[Obj, GangFormat]]:
         """Those of `objects` that place the job's pods together (`ChildKind.gang`: PodGroups),
         with how the engine reads each, not being deleted already."""
-        return [
-            (o, child.gang)
-            for o in objects
-            if (child := self.child_kinds.get(object_key(o)[0])) is not None
-            and child.gang is not None
-            and not o["metadata"].get("deletionTimestamp")
-        ]
+        found: list[tuple[Obj, GangFormat]] = []
+        for o in objects:
+            child = self.child_kinds.get(object_key(o)[0])
+            deleting = o["metadata"].get("deletionTimestamp")
+            if child is not None and child.gang is not None and not deleting:
+                found.append((o, child.gang))
+        return found
 
     def replaced(self, kind: str) -> bool:
         """Whether an object of `kind` that differs is replaced (its spec is immutable)."""

@@ -41,7 +41,7 @@ def _min_member(group: Obj) -> int | None:
 def _member_native(group: Obj, pod: Obj) -> bool:
     """A pod is a member of kube-scheduler's gang when its `spec.schedulingGroup` names it."""
     joined = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-    return bool(joined) and joined == group["metadata"]["name"]
+    return isinstance(joined, str) and joined == group["metadata"]["name"]
 
 
 def _leave_native(pod: Obj) -> None:
