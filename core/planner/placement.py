@@ -107,12 +107,12 @@ def rejoin_or_alone(
     kube-scheduler. Counted as one, it once stranded two replacements of a job whose three
     pods had restarted together: the first went alone, the other two joined a gang of 3 that
     had two members (chaos tier)."""
-    separable = [(group, gang) for group, gang in wanted if gang.leave is not None]
+    separable = [(group, gang, gang.leave) for group, gang in wanted if gang.leave is not None]
     if not separable:
         return
-    group, gang = separable[0]
+    group, gang, leave = separable[0]
     size = gang.size(group)
-    if size is None or gang.leave is None:
+    if size is None:
         return
     names = {p["metadata"]["name"] for p in creating}
     live = sum(
@@ -122,7 +122,7 @@ def rejoin_or_alone(
     )
     if live + len(creating) < size:
         for pod in creating:
-            gang.leave(pod)
+            leave(pod)
 
 
 def held_gangs(wanted: Iterable[Obj], observed: Observed) -> list[tuple[Obj, GangFormat]]:
