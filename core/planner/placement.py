@@ -84,8 +84,8 @@ def unplaced(gang: tuple[Obj, GangFormat] | None, pods: Sequence[Obj]) -> str | 
     group, read = gang
     kind, name = object_key(group)
     size = read.size(group)
-    gang = f"{size} pods at once" if size is not None else "its pods at once"
-    return f"{kind} {name} ({gang}) cannot be placed: {said[0]}"
+    at_once = f"{size} pods at once" if size is not None else "its pods at once"
+    return f"{kind} {name} ({at_once}) cannot be placed: {said[0]}"
 
 
 def rejoin_or_alone(
