@@ -107,8 +107,10 @@ class JobHooks:
         Asked of the configured plugin (`t9kjobs_configure`): declare a kind only while the
         plugin may create it, so that without the option the operator neither watches it nor
         needs the right to. Each `ChildKind` says how its objects are compared, replaced and
-        deleted when the job has no pods (paused, finished). A kind declared by two plugins
-        must be declared alike.
+        deleted when the job has no pods (paused, finished), and, for a kind that places the
+        job's pods together (a PodGroup), how the engine reads one (`ChildKind.gang`, a
+        `GangFormat`: pure functions, called while a plan is made, that read the object and
+        the job's pods and nothing else). A kind declared by two plugins must be declared alike.
         """
 
     @hookspec(firstresult=True)

@@ -142,21 +142,11 @@ class PluginManager:
         impl = getattr(plugin, "t9kjobs_kinds", None)
         if impl is not None:
             declared = list(impl())
-        for info in declared:
-            if info.kind in self._kinds:
-                self._pm.unregister(plugin)
-                raise PluginError(
-                    f"kind {info.kind} is claimed by two plugins: {self._owners[info.kind]!r} and"
-                    f" {name!r}; block one of them (T9KJOBS_BLOCK_PLUGINS={name})"
-                )
         options = list(getattr(plugin, "t9kjobs_options", list)())
-        for option in options:
-            if option.name in self._options:
-                self._pm.unregister(plugin)
-                raise PluginError(
-                    f"option --{option.name} is declared by two plugins:"
-                    f" {self._options[option.name][0]!r} and {name!r}"
-                )
+        clash = self._clash(name, declared, options)
+        if clash is not None:
+            self._pm.unregister(plugin)
+            raise PluginError(clash)
         for info in declared:
             self._kinds[info.kind] = info
             self._owners[info.kind] = name
@@ -164,6 +154,25 @@ class PluginManager:
         self._registered[name] = plugin
         self._infos[name] = PluginInfo(name, distribution, version, tuple(i.kind for i in declared))
         self._configure_plugin(name, {})
+
+    def _clash(
+        self, name: str, declared: Sequence[KindInfo], options: Sequence[Option]
+    ) -> str | None:
+        """Why plugin `name` cannot be registered with its kinds and options: one that another
+        plugin already claims; None when none is."""
+        for info in declared:
+            if info.kind in self._kinds:
+                return (
+                    f"kind {info.kind} is claimed by two plugins: {self._owners[info.kind]!r} and"
+                    f" {name!r}; block one of them (T9KJOBS_BLOCK_PLUGINS={name})"
+                )
+        for option in options:
+            if option.name in self._options:
+                return (
+                    f"option --{option.name} is declared by two plugins:"
+                    f" {self._options[option.name][0]!r} and {name!r}"
+                )
+        return None
 
     def _configure_plugin(self, name: str, values: Mapping[str, OptionValue]) -> None:
         """Configure one plugin with `values` (its options' defaults where missing), and hold

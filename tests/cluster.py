@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.repo import REPO
 from tests.waiting import until
 
-REPO = Path(__file__).resolve().parents[1]
 HACK = REPO / "hack" / "cluster"
 
 T = TypeVar("T")

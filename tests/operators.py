@@ -11,9 +11,8 @@ from typing import Any
 
 from t9kjobs.testing.harness import crds
 from t9kjobs.testing.harness.process import OperatorProcess
-from tests.cluster import REPO
 
-__all__ = ["REPO", "OperatorProcess", "Operators", "install_crds", "operator_process"]
+__all__ = ["OperatorProcess", "Operators", "install_crds", "operator_process"]
 
 
 def install_crds(cluster: Any) -> None:

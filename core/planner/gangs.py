@@ -1,12 +1,13 @@
 """Gangs that can never be complete: noticed, said, and undone.
 
-A scheduler places a gang's pods only once `minCount` (kube-scheduler's PodGroup) or
-`minMember` (the T9k scheduler's) of its members are there to be placed together, and it counts
-only members that have not ended. A restart's replacement joins its gang when enough members
-are live at its creation (`t9kjobs.planner.placement.rejoin_or_alone`); members that end *after*
-it was created leave it waiting for a count the group can no longer reach — for ever, and
-without even a scheduling condition (a held-out chaos run: a GenericJob Running for 8 minutes,
-its last worker's replacement Pending in a gang of 4 whose other workers had ended for good).
+A scheduler places a gang's pods only once its size (kube-scheduler's PodGroup's `minCount`,
+the T9k scheduler's `minMember`: read by the plugin that writes it, `GangFormat`) of its
+members are there to be placed together, and it counts only members that have not ended. A
+restart's replacement joins its gang when enough members are live at its creation
+(`t9kjobs.planner.placement.rejoin_or_alone`); members that end *after* it was created leave it
+waiting for a count the group can no longer reach — for ever, and without even a scheduling
+condition (a held-out chaos run: a GenericJob Running for 8 minutes, its last worker's
+replacement Pending in a gang of 4 whose other workers had ended for good).
 
 `stranded` notices it from the pods alone: a live member (Pending or Running, not being
 deleted) is unplaced while the live members are fewer than the gang needs. The job says so in
@@ -14,11 +15,13 @@ its `Scheduled` condition (False, reason `GangIncomplete`), which counts the tim
 first said so; `GANG_INCOMPLETE_SECONDS` later (the bound: a wave of pods created together, or
 a cache that has not seen all of them yet, settles first), the engine acts:
 
-- kube-scheduler's gang: the unplaced members are deleted at once (they never ran) and created
-  again on their own, out of the gang (`rejoin_or_alone` decides so, the ended members no
-  longer counting). Not a restart: the same incarnation, no budget charged.
-- the T9k scheduler's: it places by the group's label, which the engine cannot take off one
-  pod, so the job fails with reason `GangIncomplete` and a message naming the members.
+- a gang whose members can be placed on their own (`GangFormat.leave`: kube-scheduler's): the
+  unplaced members are deleted at once (they never ran) and created again on their own, out
+  of the gang (`rejoin_or_alone` decides so, the ended members no longer counting). Not a
+  restart: the same incarnation, no budget charged.
+- one whose members cannot (the T9k scheduler's places by the group's label, which the
+  engine cannot take off one pod): the job fails with reason `GangIncomplete` and a message
+  naming the members.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from t9kjobs.features import GangFormat
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
 from t9kjobs.planner.children import pod_state
@@ -39,16 +43,15 @@ __all__ = ["GANG_INCOMPLETE", "GANG_INCOMPLETE_SECONDS", "Stranded", "overdue", 
 # How long a gang is said to be incomplete before the engine acts (module docstring).
 GANG_INCOMPLETE_SECONDS = 30.0
 GANG_INCOMPLETE = "GangIncomplete"
-_NATIVE = "PodGroup.scheduling.k8s.io"
 
 
 @dataclass(frozen=True)
 class Stranded:
     """A gang that can never be complete: its group, and its members waiting to be placed."""
 
-    kind: str  # the PodGroup's kind, as `t9kjobs.objects.child_kind` names it
+    kind: str  # the group's kind, as `t9kjobs.objects.child_kind` names it
     group: str
-    native: bool  # kube-scheduler's (its members can be placed on their own)
+    separable: bool  # its members can be placed on their own (`GangFormat.leave`)
     waiting: tuple[Obj, ...]  # live members without a node
     message: str
 
@@ -60,39 +63,24 @@ class Stranded:
         )
 
 
-def _size(group: Obj) -> int | None:
-    spec = group.get("spec") or {}
-    gang = (spec.get("schedulingPolicy") or {}).get("gang") or {}
-    size = gang.get("minCount", spec.get("minMember"))
-    return size if isinstance(size, int) else None
-
-
-def _member(pod: Obj, group: str, native: bool) -> bool:
-    """kube-scheduler's members name their group; the T9k scheduler's group holds every pod of
-    the job (the scheduling plugin labels them all)."""
-    if not native:
-        return True
-    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group
-
-
-def stranded(groups: Sequence[Obj], pods: Iterable[Obj]) -> Stranded | None:
-    """The job's gang (`groups`: its PodGroups as the cluster holds them), when some of its
-    live members wait to be placed and the live members are fewer than it needs."""
-    if not groups:
+def stranded(gangs: Sequence[tuple[Obj, GangFormat]], pods: Iterable[Obj]) -> Stranded | None:
+    """The job's gang (`gangs`: its gang objects as the cluster holds them, each with how to
+    read it: `Observed.gangs`), when some of its live members wait to be placed and the live
+    members are fewer than it needs."""
+    if not gangs:
         return None
-    group = groups[0]
-    size = _size(group)
+    group, gang = gangs[0]
+    size = gang.size(group)
     if size is None:
         return None
     kind, name = object_key(group)
-    native = kind == _NATIVE
     live = sorted(
         (
             p
             for p in pods
             if not p["metadata"].get("deletionTimestamp")
             and pod_state(p) in ("Pending", "Running")
-            and _member(p, name, native)
+            and gang.counts(group, p)
         ),
         key=lambda p: str(p["metadata"]["name"]),
     )
@@ -104,7 +92,7 @@ def stranded(groups: Sequence[Obj], pods: Iterable[Obj]) -> Stranded | None:
         f"{kind} {name} ({size} pods at once) can never be placed: {len(live)} live"
         f" member(s), the others ended; {names} wait(s) for the rest of the gang"
     )
-    return Stranded(kind, name, native, waiting, message)
+    return Stranded(kind, name, gang.leave is not None, waiting, message)
 
 
 def overdue(before: JobStatus, now: datetime) -> float | None:

@@ -139,11 +139,10 @@ def lost(
 def lost_pods(
     pods: Iterable[Obj], nodes: Mapping[str, NodeState] | None, now: datetime, bound: float
 ) -> dict[str, Lost]:
-    """The live pods (not Terminating) lost with their node, by name."""
+    """The pods lost with their node, by name: Terminating ones too (their node is lost all
+    the same; only the live ones are judged as failed, `t9kjobs.planner.plan`)."""
     out: dict[str, Lost] = {}
     for pod in pods:
-        if pod["metadata"].get("deletionTimestamp"):
-            continue
         why = lost(pod, nodes, now, bound)
         if why is not None:
             out[pod["metadata"]["name"]] = why

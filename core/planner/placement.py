@@ -1,7 +1,7 @@
 """Where a job's pods are placed together: its PodGroups, and what the job says when its gang
 cannot be placed.
 
-A PodGroup (the T9k scheduler's `PodGroup`, or kube-scheduler's own
+A gang object (a PodGroup: the T9k scheduler's `PodGroup`, or kube-scheduler's own
 `PodGroup.scheduling.k8s.io`; built by the `scheduling` feature plugin) only serves to place
 pods: a job with no pods to place (paused, finished) keeps none, so none is left behind it to
 hold a queue's place or a scheduler's attention. kube-scheduler's PodGroup is immutable: one
@@ -12,6 +12,10 @@ while it is on its way out, no new pod of the job is created (`t9kjobs.planner.r
 
 A restart's replacement rejoins its gang, unless too few of the gang's members are left
 for kube-scheduler to place it (`rejoin_or_alone`): then it is placed on its own.
+
+The engine knows no gang object's format: the plugin that declares the kind says how one is
+read (`ChildKind.gang`, a `GangFormat`: its size, its members, its own word on why it waits,
+how a pod leaves it), and the plan gets that declaration as a value (`Observed.gangs`).
 
 A gang that can never be complete (members ended after a replacement joined it) is said
 as reason `GangIncomplete` and undone by `t9kjobs.planner.gangs`.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from t9kjobs.features import GangFormat
 from t9kjobs.models import JobStatus
 from t9kjobs.objects import object_key
 from t9kjobs.planner.children import pod_state
@@ -36,36 +41,7 @@ from t9kjobs.planner.gangs import GANG_INCOMPLETE, stranded
 from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
 
-__all__ = [
-    "placement",
-    "placement_objects",
-    "rejoin_or_alone",
-    "unplaced",
-]
-
-# The gangs the engine watches over (the Scheduled condition, GangIncomplete, a replacement
-# rejoining its gang) are read in the two PodGroup formats the `scheduling` plugin writes: how
-# the plugin's kinds are watched, written, replaced and deleted is the plugin's to declare
-# (`t9kjobs_child_kinds`), but reading a gang is the engine's (docs/architecture.md,
-# "What core still names").
-_NATIVE = "PodGroup.scheduling.k8s.io"  # kube-scheduler's (t9kjobs.objects.child_kind)
-_GANG_KINDS = frozenset({"PodGroup", _NATIVE})
-
-
-def placement_objects(objects: Iterable[Obj]) -> list[Obj]:
-    """The PodGroups among `objects`, not being deleted already."""
-    return [
-        o
-        for o in objects
-        if object_key(o)[0] in _GANG_KINDS and not o["metadata"].get("deletionTimestamp")
-    ]
-
-
-def _gang_size(group: Obj) -> int | None:
-    spec = group.get("spec") or {}
-    gang = (spec.get("schedulingPolicy") or {}).get("gang") or {}
-    size = gang.get("minCount", spec.get("minMember"))
-    return size if isinstance(size, int) else None
+__all__ = ["held_gangs", "placement", "rejoin_or_alone", "unplaced"]
 
 
 def _condition(obj: Obj, type_: str) -> Obj | None:
@@ -79,10 +55,11 @@ def _placed(pod: Obj) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
 
 
-def unplaced(group: Obj | None, pods: Sequence[Obj]) -> str | None:
-    """Why the scheduler cannot place the gang now, from its PodGroup's and its pods'
-    scheduling conditions; None while nothing says it cannot, or once every pod is placed
-    (a PodGroup's condition may say so later than its pods)."""
+def unplaced(gang: tuple[Obj, GangFormat] | None, pods: Sequence[Obj]) -> str | None:
+    """Why the scheduler cannot place the gang now, from what its object says (`gang`: it,
+    and how to read it; `GangFormat.waiting`) and its pods' scheduling conditions; None while
+    nothing says it cannot, or once every pod is placed (a group's word may come later than
+    its pods')."""
     if pods and all(_placed(p) for p in pods):
         return None
     said = [
@@ -94,62 +71,73 @@ def unplaced(group: Obj | None, pods: Sequence[Obj]) -> str | None:
         and c.get("status") == "False"
         and c.get("reason") == "Unschedulable"
     ]
-    group_said = _condition(group, "PodGroupScheduled") if group is not None else None
-    if group_said is not None and group_said.get("status") == "False":
-        said.append(str(group_said.get("message") or group_said.get("reason") or ""))
+    group_said = gang[1].says(gang[0]) if gang is not None else None
+    if group_said:
+        said.append(group_said)
     # What the nodes lack says more than that the group waits ("0/4 nodes are available: 4
     # Insufficient nvidia.com/gpu" rather than "pod group is unschedulable, waiting for ...").
     said = sorted((m for m in said if m), key=lambda m: "nodes are available" not in m)
     if not said:
         return None
-    if group is None:
+    if gang is None:
         return said[0]
+    group, read = gang
     kind, name = object_key(group)
-    size = _gang_size(group)
-    gang = f"{size} pods at once" if size is not None else "its pods at once"
-    return f"{kind} {name} ({gang}) cannot be placed: {said[0]}"
+    size = read.size(group)
+    at_once = f"{size} pods at once" if size is not None else "its pods at once"
+    return f"{kind} {name} ({at_once}) cannot be placed: {said[0]}"
 
 
 def rejoin_or_alone(
-    creating: Sequence[Obj], pods_by_name: Mapping[str, Obj], wanted: Iterable[Obj]
+    creating: Sequence[Obj],
+    pods_by_name: Mapping[str, Obj],
+    wanted: Sequence[tuple[Obj, GangFormat]],
 ) -> None:
     """New pods of a job whose gang has fewer members left than it needs are placed on their
-    own: out of the gang (`spec.schedulingGroup` removed, in place). Otherwise they join it:
-    a restart's replacement rejoins its gang.
+    own: out of the gang (`GangFormat.leave`, in place: kube-scheduler's `spec.schedulingGroup`
+    removed). Otherwise they join it: a restart's replacement rejoins its gang.
 
     kube-scheduler counts a gang's members among its pods that have not ended: a replacement
     created beside a member that failed for good, or succeeded, would wait for a `minCount` the
     group can no longer reach, for ever and without a condition (seen on KWOK). `wanted`: the
-    children the job wants, its kube-scheduler PodGroup among them.
+    gangs the job wants, each with how to read it (`Observed.gangs`); one whose members cannot
+    leave it (no `leave`: the T9k scheduler's) is left as it is.
 
     Only members count: a pod placed on its own earlier (no `schedulingGroup`) is none to
     kube-scheduler. Counted as one, it once stranded two replacements of a job whose three
     pods had restarted together: the first went alone, the other two joined a gang of 3 that
     had two members (chaos tier)."""
-    groups = [o for o in wanted if object_key(o)[0] == _NATIVE]
-    size = _gang_size(groups[0]) if groups else None
+    separable = [(group, gang, gang.leave) for group, gang in wanted if gang.leave is not None]
+    if not separable:
+        return
+    group, gang, leave = separable[0]
+    size = gang.size(group)
     if size is None:
         return
-    group = groups[0]["metadata"]["name"]
     names = {p["metadata"]["name"] for p in creating}
     live = sum(
-        pod_state(pod) in ("Pending", "Running")
-        and ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group
+        pod_state(pod) in ("Pending", "Running") and gang.counts(group, pod)
         for name, pod in pods_by_name.items()
         if name not in names
     )
     if live + len(creating) < size:
         for pod in creating:
-            pod["spec"].pop("schedulingGroup", None)
+            leave(pod)
+
+
+def held_gangs(wanted: Iterable[Obj], observed: Observed) -> list[tuple[Obj, GangFormat]]:
+    """The gang objects among `wanted` (not being deleted), as the cluster holds them, each
+    with how to read it (`Observed.gangs`)."""
+    held = ((observed.get(*object_key(o)), gang) for o, gang in observed.gangs(wanted))
+    return [(group, gang) for group, gang in held if group is not None]
 
 
 def placement(
     status: JobStatus, wanted: Iterable[Obj], observed: Observed, pods: Sequence[Obj], ts: str
 ) -> None:
     """The job's `Scheduled` condition, for a job with a gang (`wanted`: the children it wants,
-    its PodGroups among them; `observed`: as the cluster holds them; `pods`: its pods)."""
-    held = [observed.get(*object_key(o)) for o in placement_objects(wanted)]
-    groups = [g for g in held if g is not None]
+    its gang objects among them; `observed`: as the cluster holds them; `pods`: its pods)."""
+    groups = held_gangs(wanted, observed)
     if not groups:
         return
     incomplete = stranded(groups, pods)

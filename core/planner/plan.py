@@ -60,12 +60,13 @@ from t9kjobs.planner.conditions import (
     standing_reason,
 )
 from t9kjobs.planner.desired import desired_pods
-from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue
-from t9kjobs.planner.nodes import as_lost, bound_of, lost, lost_pods, remember_lost, with_lost_nodes
+from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue, stranded
+from t9kjobs.planner.nodes import as_lost, bound_of, lost_pods, remember_lost, with_lost_nodes
+from t9kjobs.planner.placement import held_gangs
 from t9kjobs.planner.progress_status import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
-from t9kjobs.planner.running import running, stranded_gang
+from t9kjobs.planner.running import running
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.stacks import capture, stacks_name
 from t9kjobs.planner.stall import judge, say, stall_of
@@ -215,21 +216,25 @@ def _situation(
     if in_queue is not None and in_queue.workload is not None:
         aux = [*aux, in_queue.workload]
     replicas = [r for t in status.tasks for r in t.replicas]
-    pods_by_name = remembered(pods, {p["metadata"]["name"]: p for p in observed.pods()}, replicas)
+    have = {p["metadata"]["name"]: p for p in observed.pods()}
+    pods_by_name = remembered(pods, have, replicas)
     recorded = {r.name: r.restart_count for r in replicas}
     recovery = recovery_of(job.spec)
     bound = bound_of(recovery, observed)
     # A pod lost with its node is judged as a failed one (`t9kjobs.planner.nodes`); by the
     # built-in rule even in a job without a recoveryPolicy: no kubelet will ever end it.
-    lost_now = lost_pods(observed.pods(), observed.nodes, now, bound)
+    lost_all = lost_pods(have.values(), observed.nodes, now, bound)
+    status.lost_nodes = remember_lost(
+        status.lost_nodes, sorted({w.node for w in lost_all.values()})
+    )
+    # Judged as failed: the live ones (a Terminating pod's node is remembered all the same).
+    lost_now = {
+        n: w for n, w in lost_all.items() if not have[n]["metadata"].get("deletionTimestamp")
+    }
     for name, why in lost_now.items():
         pods_by_name = {**pods_by_name, name: as_lost(pods_by_name[name], why)}
     if lost_now and recovery is None:
         recovery = RecoveryPolicy()
-    status.lost_nodes = remember_lost(
-        status.lost_nodes,
-        sorted({w.node for p in observed.pods() if (w := lost(p, observed.nodes, now, bound))}),
-    )
     stalled, recheck = None, None
     if before.phase == "Running" and not life.run_mode.debugging:
         source = progress_source(job, pods, pods_by_name)
@@ -273,6 +278,7 @@ def _situation(
         stall=stalled,
         stall_recheck=recheck,
         stacks=stacks,
+        stranded=stranded(held_gangs(aux, observed), pods_by_name.values()),
     )
 
 
@@ -401,12 +407,12 @@ def _deadline(
 
 
 def _gang_verdict(s: Situation) -> Verdict | None:
-    """A T9k scheduler's gang that can never be complete fails the job once the bound is due:
-    the engine cannot place one of its pods on its own (`t9kjobs.planner.gangs`)."""
-    gang = stranded_gang(s)
-    if gang is None or gang.native or overdue(s.before, s.now) != 0:
+    """A gang that can never be complete, and whose members cannot be placed on their own
+    (the T9k scheduler's), fails the job once the bound is due (`t9kjobs.planner.gangs`)."""
+    gang = s.stranded
+    if gang is None or gang.separable or overdue(s.before, s.now) != 0:
         return None
-    message = f"{gang.message}; the T9k scheduler places none of them on its own"
+    message = f"{gang.message}; its scheduler places none of them on its own"
     return Verdict("Failed", GANG_INCOMPLETE, message, tuple(s.found.states))
 
 

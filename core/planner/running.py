@@ -25,17 +25,17 @@ from t9kjobs.planner.checkpoints import resume_values, resumed_from
 from t9kjobs.planner.children import deletion, pod_state, subset
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.failures import exit_code_of
-from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, Stranded, overdue, stranded
+from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, overdue
 from t9kjobs.planner.history import close_recovered, record_restarts
 from t9kjobs.planner.job_restart import waits
 from t9kjobs.planner.nodes import FORCED_LOST, avoid
-from t9kjobs.planner.placement import placement_objects, rejoin_or_alone
+from t9kjobs.planner.placement import rejoin_or_alone
 from t9kjobs.planner.situation import Changes, Situation
 from t9kjobs.planner.status import phase_and_conditions, write_replicas
 from t9kjobs.planner.types import Event, ObjectRef
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running", "stranded_gang"]
+__all__ = ["CONFLICT_RETRY_SECONDS", "conflict_message", "running"]
 
 # While a name the job needs is held by another object, look again this often.
 CONFLICT_RETRY_SECONDS = 10.0
@@ -127,10 +127,10 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
                 " the next rule or its restartPolicy decides, charged to the user",
             )
         )
-    gang = stranded_gang(s)
+    gang = s.stranded
     if gang is not None:
         left = overdue(s.before, s.now)
-        if left == 0 and gang.native:
+        if left == 0 and gang.separable:
             deletes.extend(gang.deletions())
             names = ", ".join(p["metadata"]["name"] for p in gang.waiting)
             events.append(
@@ -180,7 +180,7 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
     if pod_creates:
         # A replacement's old pod may still be listed: it is leaving, not a member.
         live = {n: p for n, p in pods_by_name.items() if n not in restarting}
-        rejoin_or_alone(pod_creates, live, s.aux)
+        rejoin_or_alone(pod_creates, live, observed.gangs(s.aux))
         for manifest in pod_creates:
             avoid(manifest, status.lost_nodes)  # after the spec hash: never a relaunch
         names = ", ".join(o["metadata"]["name"] for o in pod_creates)
@@ -214,12 +214,6 @@ def running(s: Situation, status: JobStatus, requeue: float | None) -> Changes:
         events=tuple(events),
         requeue_after=requeue,
     )
-
-
-def stranded_gang(s: Situation) -> Stranded | None:
-    """The job's gang, if it can never be complete (`t9kjobs.planner.gangs`)."""
-    held = (s.observed.get(*object_key(o)) for o in placement_objects(s.aux))
-    return stranded([g for g in held if g is not None], s.pods_by_name.values())
 
 
 def _job_restart_event(s: Situation, trigger: str) -> Event:

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from t9kjobs.models import Job, JobStatus, Lifecycle
 from t9kjobs.objects import DesiredPod
+from t9kjobs.planner.gangs import Stranded
 from t9kjobs.planner.replicas import Assessment
 from t9kjobs.planner.stacks import StackCapture
 from t9kjobs.planner.stall import Stall
@@ -48,6 +49,8 @@ class Situation:
     stall: Stall | None = None  # the Stalled verdict (t9kjobs.planner.stall)
     stall_recheck: float | None = None  # when to judge it again
     stacks: StackCapture = _NO_CAPTURE  # its ranks' stacks (t9kjobs.planner.stacks)
+    # its gang, when it can never be complete (t9kjobs.planner.gangs)
+    stranded: Stranded | None = None
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,14 @@ reader's thread and handed over as `Observed.stacks`):
 The ConfigMap is the job's child like its hostfile (owned, marked, kept until the job is
 deleted); no pod template may name a ConfigMap ending in `-stacks`
 (`t9kjobs.models.pod_refs`): it could only be another job's.
+
+A pod's log is the tenant's text: `last_dump` reads it with RE2 (`t9kjobs.progress.linear`),
+as the progress lines are read, so a line made to be slow to match (64 KiB of one, at most)
+costs time linear in its length, and the progress reader's thread lets the GIL go meanwhile.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +40,7 @@ from t9kjobs.objects import DesiredPod, config_map, replica_id
 from t9kjobs.planner.conditions import parse_time, rfc3339
 from t9kjobs.planner.stall import Stall
 from t9kjobs.planner.types import Observed, ProgressSource, Stacks
+from t9kjobs.progress import linear
 from t9kjobs.vocabulary import Obj
 
 __all__ = [
@@ -68,10 +72,11 @@ ANNOTATION_STALLED_AT = "batch.tensorstack.dev/stalled-at"
 
 # faulthandler's dump: `Timeout (0:10:00)!`, then per thread a header and its frames, threads
 # separated by a blank line. A launcher's log carries remote ranks' stderr behind a prefix
-# (pdsh's `worker-0: `): the text before `Timeout` is the block's prefix.
-_TIMEOUT = re.compile(r"Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
-_THREAD = re.compile(r"(?:Current thread|Thread) 0x[0-9a-fA-F]+\b")
-_BLOCK_LINE = re.compile(rf"{_THREAD.pattern}|  (?:File \"|<|\.\.\.)|\s*$")
+# (pdsh's `worker-0: `): the text before `Timeout` is the block's prefix. RE2's syntax (its `\d`
+# and `\s` are ASCII's, as faulthandler writes), compiled by `linear` on first use.
+_TIMEOUT = r"Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$"
+_THREAD = r"(?:Current thread|Thread) 0x[0-9a-fA-F]+\b"
+_BLOCK_LINE = rf"{_THREAD}|  (?:File \"|<|\.\.\.)|\s*$"
 
 
 def stacks_name(job_name: str) -> str:
@@ -81,10 +86,11 @@ def stacks_name(job_name: str) -> str:
 def last_dump(text: str, limit: int = MAX_STACK_BYTES) -> str | None:
     """The last faulthandler dump of a log, of each prefix (each remote rank of a launcher's
     log), in the order they end; None when there is none. Cut to `limit` bytes."""
+    timeout, thread, block_line = linear(_TIMEOUT), linear(_THREAD), linear(_BLOCK_LINE)
     lines = text.splitlines()
     blocks: dict[str, tuple[int, list[str]]] = {}
     for i, line in enumerate(lines):
-        found = _TIMEOUT.search(line)
+        found = timeout.search(line)
         if found is None:
             continue
         prefix = line[: found.start()]
@@ -92,12 +98,12 @@ def last_dump(text: str, limit: int = MAX_STACK_BYTES) -> str | None:
         for later in lines[i + 1 :]:
             if not later.startswith(prefix):
                 continue  # another rank's line, interleaved
-            if _BLOCK_LINE.match(later, len(prefix)) is None:
+            if block_line.match(later, len(prefix)) is None:
                 break
             block.append(later)
         while block and not block[-1][len(prefix) :].strip():
             block.pop()
-        if any(_THREAD.match(b, len(prefix)) for b in block[1:]):
+        if any(thread.match(b, len(prefix)) for b in block[1:]):
             blocks.pop(prefix, None)
             blocks[prefix] = (i, block)
     if not blocks:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from t9kjobs.features import ChildKind
+from t9kjobs.features import ChildKind, GangFormat
 from t9kjobs.kinds import KindInfo, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj, object_key
@@ -232,6 +232,17 @@ class Observed:
             and not child.without_pods
             and not o["metadata"].get("deletionTimestamp")
         ]
+
+    def gangs(self, objects: Iterable[Obj]) -> list[tuple[Obj, GangFormat]]:
+        """Those of `objects` that place the job's pods together (`ChildKind.gang`: PodGroups),
+        with how the engine reads each, not being deleted already."""
+        found: list[tuple[Obj, GangFormat]] = []
+        for o in objects:
+            child = self.child_kinds.get(object_key(o)[0])
+            deleting = o["metadata"].get("deletionTimestamp")
+            if child is not None and child.gang is not None and not deleting:
+                found.append((o, child.gang))
+        return found
 
     def replaced(self, kind: str) -> bool:
         """Whether an object of `kind` that differs is replaced (its spec is immutable)."""

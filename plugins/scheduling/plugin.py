@@ -42,6 +42,7 @@ from t9kjobs.plugin import (
     owner_labels,
     owner_reference,
 )
+from t9kjobs.plugins.scheduling.reading import NATIVE_GANG, T9K_GANG
 
 __all__ = [
     "GANG_MODES",
@@ -92,10 +93,18 @@ OPTION = Option(
     helm="gangScheduling",
 )
 # The T9k scheduler's PodGroup is updated in place; kube-scheduler's is immutable: replaced.
-# Both place pods: a job with none to place (paused, finished) keeps none.
-_T9K_KIND = ChildKind(POD_GROUP_API_VERSION, POD_GROUP_KIND, "podgroups", without_pods=False)
+# Both place pods: a job with none to place (paused, finished) keeps none. Each is a gang, read
+# by the engine as `reading` says.
+_T9K_KIND = ChildKind(
+    POD_GROUP_API_VERSION, POD_GROUP_KIND, "podgroups", without_pods=False, gang=T9K_GANG
+)
 _NATIVE_KIND = ChildKind(
-    NATIVE_API_VERSION, POD_GROUP_KIND, "podgroups", replaced=True, without_pods=False
+    NATIVE_API_VERSION,
+    POD_GROUP_KIND,
+    "podgroups",
+    replaced=True,
+    without_pods=False,
+    gang=NATIVE_GANG,
 )
 
 

@@ -55,9 +55,9 @@ from tests.chaos.observer import Observer
 from tests.chaos.replicas import LEASE, Replicas
 from tests.chaos.workload import PLURALS, Scripted, workload
 from tests.cluster import Cluster, fresh_namespace
+from tests.repo import REPO
 from tests.waiting import TimedOut, until
 
-REPO = Path(__file__).resolve().parents[2]
 JOBS = "/apis/batch.tensorstack.dev/v1beta1"
 FREEZE_SECONDS = 25  # longer than the Lease (15 s): the standby takes over meanwhile
 CHILDREN = ("pods", "services", "configmaps", "secrets")

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from t9kjobs.testing.harness.simulation import simulate, without_claims
+from tests.repo import REPO
 
 __all__ = ["PLURALS", "Scripted", "workload"]
 
 Obj = dict[str, Any]
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "PyTorchTrainingJob": "examples/pytorchtrainingjob/master-worker.yaml",
     "DeepSpeedJob": "examples/deepspeedjob/custom-command.yaml",

@@ -30,7 +30,7 @@ from t9kjobs.testing.harness.simulation import (
     without_claims,
 )
 from tests import waiting
-from tests.operators import REPO
+from tests.repo import REPO
 
 Obj = dict[str, Any]
 T = TypeVar("T")

@@ -43,7 +43,8 @@ from t9kjobs.progress import MARKER
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
 from tests.cluster import Cluster, fresh_namespace
-from tests.operators import REPO, OperatorProcess
+from tests.operators import OperatorProcess
+from tests.repo import REPO
 
 # Progress is read every second here, so that the test waits seconds, not the default 30. The
 # last is the feature plugin's own option (examples/feature-plugin), parsed because it is loaded.

@@ -21,7 +21,7 @@ from t9kjobs.cli.main import main
 from t9kjobs.crds import crds
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import API_VERSION
-from tests.cluster import REPO
+from tests.repo import REPO
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,8 @@ import pytest
 
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests.cluster import Cluster, fresh_namespace
-from tests.operators import REPO, OperatorProcess
+from tests.operators import OperatorProcess
+from tests.repo import REPO
 
 VENV_BIN = Path(sys.executable).parent
 

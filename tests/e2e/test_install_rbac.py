@@ -33,7 +33,7 @@ import yaml
 
 from t9kjobs.testing.harness.process import ServerProcess
 from t9kjobs.testing.harness.simulation import simulate, without_claims
-from tests.operators import REPO
+from tests.repo import REPO
 from tests.unit.deploy.chart import CHART, CLUSTER_WIDE, install_tool, render_chart
 from tests.unit.deploy.dockerfile import build_context
 from tests.waiting import until

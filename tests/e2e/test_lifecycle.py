@@ -29,7 +29,8 @@ from tests.e2e.jobs import (
     replicas,
     until,
 )
-from tests.operators import REPO, Operators
+from tests.operators import Operators
+from tests.repo import REPO
 
 
 def _time(text: str) -> datetime:

@@ -13,7 +13,8 @@ import yaml
 
 from t9kjobs.testing.harness.simulation import simulate, without_claims
 from tests.e2e.jobs import get_json, job_status, watch_phases
-from tests.operators import REPO, OperatorProcess
+from tests.operators import OperatorProcess
+from tests.repo import REPO
 
 EXAMPLES = {
     "ColossalAIJob": "examples/colossalaijob/minimal.yaml",

@@ -17,9 +17,10 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report, wait_finished
+from tests.repo import REPO
 
 EXAMPLE = REPO / "examples" / "genericjob" / "mlp-cpu.yaml"
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import yaml
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report, wait_finished, wait_for
+from tests.repo import REPO
 
 EXAMPLE = REPO / "examples" / "genericjob" / "mlp-cpu.yaml"
 

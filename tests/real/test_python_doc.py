@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from t9kjobs.client import Client, JobNotFound
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.operators import OperatorProcess
+from tests.repo import REPO
 
 OPERATOR_ARGS = ("--progress-interval", "2")
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster import REPO, Cluster, fresh_namespace
+from tests.cluster import Cluster, fresh_namespace
 from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, get, job_logs, report
+from tests.repo import REPO
 
 USER = {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
 SSH = {"authMountPath": "/home/trainer/.ssh", "port": 2222}

@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.operators import OperatorProcess
 from tests.real.jobs import apply, assert_trained, events_of, get, job_logs, report
+from tests.repo import REPO
 
 # The Succeeded Event is routine (its Completed condition says the same): asked for here, so
 # that the real tier proves the flag on a real API server too. Progress is read every 2 s.

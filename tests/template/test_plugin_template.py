@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import REPO
+from tests.repo import REPO
 
 TEMPLATE = REPO / "examples" / "plugin-template"
 _IGNORED = shutil.ignore_patterns(

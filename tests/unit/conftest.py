@@ -15,8 +15,8 @@ from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job
 from t9kjobs.testing.harness.apiserver import local_api_server
+from tests.repo import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 

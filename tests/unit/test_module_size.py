@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 MAX_LINES = 450
 FOLDERS = ("core", "plugins")

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
+from tests.repo import REPO
 from tests.unit.deploy.chart import CHART, install_tool
 
 NAMESPACE = "t9k-system"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos.audit import Audit, Term, Write
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.real.install.conftest import LEASE, NAMESPACE, Release, signal_pod
 from tests.real.jobs import (
     MLP,
@@ -31,6 +31,7 @@ from tests.real.jobs import (
     scripted,
     wait_finished,
 )
+from tests.repo import REPO
 
 REPORT = REPO / "build" / "failover.json"
 LEASE_SECONDS = 15.0  # the operator's --leader-election-lease-duration, which the chart keeps

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import Cluster
 from tests.real.install.conftest import NAMESPACE, RELEASE, Release
 from tests.real.jobs import (
     MLP,
@@ -29,6 +29,7 @@ from tests.real.jobs import (
     wait_finished,
     wait_for,
 )
+from tests.repo import REPO
 
 ACCOUNT = f"system:serviceaccount:{NAMESPACE}:{RELEASE}"
 # The routine Events too (PodsCreated of a job's first pods, Succeeded): the audit then shows the

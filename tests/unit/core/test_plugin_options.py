@@ -62,6 +62,7 @@ def test_two_plugins_declaring_one_option_is_a_load_error() -> None:
     manager = _manager()
     with pytest.raises(PluginError, match="option --widget-level is declared by two plugins"):
         manager.register(Feature(), "gadgets")
+    assert manager.held("gadgets") is None  # not registered: its hooks are never called
 
 
 def test_an_unknown_option_and_a_refusal_name_what_is_wrong() -> None:

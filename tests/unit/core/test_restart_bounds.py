@@ -18,7 +18,7 @@ import yaml
 from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.core.planner.sim import Sim
 
 # More reconciles than any example's limits allow (the largest: backoffLimit 20 in ps.yaml).

@@ -11,7 +11,7 @@ import yaml
 
 from t9kjobs.cli.main import _parser
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 CHART = REPO / "deploy" / "helm" / "t9k-jobs"
 

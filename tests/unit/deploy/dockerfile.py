@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 
 def build_context(dest: Path) -> Path:

@@ -19,7 +19,7 @@ import yaml
 from t9kjobs.cli.main import _parser
 from t9kjobs.manager import PluginManager
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.deploy.chart import (
     CHART,
     CLUSTER_WIDE,

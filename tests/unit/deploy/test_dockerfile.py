@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 from t9kjobs.cli.main import _parser
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.deploy.chart import CLUSTER_WIDE, install_tool, render_chart
 from tests.unit.deploy.dockerfile import DOCKERIGNORE, Instruction, build_context, instructions
 

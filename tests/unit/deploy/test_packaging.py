@@ -10,7 +10,7 @@ import sysconfig
 import tomllib
 from pathlib import Path
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 
 def test_every_package_folder_is_listed_in_pyproject() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 EXAMPLES = sorted((REPO / "examples").glob("*/*.yaml"))
 

@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 __all__ = ["load_script"]
 

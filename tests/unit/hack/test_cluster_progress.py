@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 COMMON = REPO / "hack" / "cluster" / "common.sh"
 

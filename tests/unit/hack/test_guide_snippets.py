@@ -10,7 +10,7 @@ from t9kjobs.crds import crds
 from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 GUIDE = REPO / "docs" / "plugin-guide.md"
 

@@ -21,7 +21,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.deploy.dockerfile import instructions
 
 TRAINER = REPO / "hack" / "images" / "trainer"

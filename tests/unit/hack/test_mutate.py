@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.hack.hack_scripts import load_script
 
 CHANGELOG = REPO / "CHANGELOG.md"

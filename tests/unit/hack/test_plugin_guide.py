@@ -29,7 +29,7 @@ from t9kjobs.testing.kit.contracts import (
     KIND_CONTRACTS,
     PLUGIN_CONTRACTS,
 )
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.hack.hack_scripts import load_script
 
 DOCS = REPO / "docs"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.core.cli.running_cli import run
 
 EXAMPLE = REPO / "examples" / "genericjob" / "torch-ddp.yaml"

@@ -23,7 +23,7 @@ from t9kjobs.client import ClientError, UnknownKind
 from t9kjobs.client.reader import JobRef, find_kind
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.objects import deciding_replica, replica_id
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

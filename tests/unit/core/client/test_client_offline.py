@@ -25,7 +25,7 @@ from t9kjobs.client.errors import from_api_error
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.loading import load_job
 from t9kjobs.manager import PluginManager
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 EXAMPLE = REPO / "examples/genericjob/mlp-cpu.yaml"
 

@@ -9,7 +9,7 @@ import re
 from prometheus_client import generate_latest
 
 from t9kjobs.controller.metrics import Metrics
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 
 def served(metrics: Metrics) -> set[str]:

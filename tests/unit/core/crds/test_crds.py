@@ -25,7 +25,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import ApiModel, JobSpec, JobStatus, ReplicaSpec
 from t9kjobs.models._base import field_spellings
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 CRDS_DIR = REPO / "crds"
 BUNDLED_DISTRIBUTION = "t9k-jobs"

@@ -9,7 +9,7 @@ import yaml
 
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_INCARNATION
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job
 

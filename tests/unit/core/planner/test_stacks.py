@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from t9kjobs.loading import parse_job
 from t9kjobs.planner import ProgressSource, Reading, Stacks
 from t9kjobs.planner.stacks import (
@@ -52,6 +54,35 @@ def test_a_launchers_log_keeps_the_last_dump_of_each_remote_rank() -> None:
     assert found is not None
     assert found.splitlines() == [*w0[:-1], *w0[-1:], *w1]
     assert "worker-0: done?" not in found
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "Timeout (" + "0" * 65536,  # a header whose numbers never end
+        "Timeout (0:00:20)!" + " " * 65536 + "x",  # its end, far away, not an end
+        "Timeout (0:00:20)!" * 3640,  # a header again and again: one prefix, 64 KiB long
+        "Thread 0x" + "f" * 65536 + "_",  # a thread whose address never ends in a word's end
+        "  File " + "<" * 65536,
+        " " * 65536,
+    ],
+    ids=["digits", "spaces", "headers", "address", "frame", "blank"],
+)
+def test_a_hostile_line_of_64_kib_costs_a_linear_read(hostile: str) -> None:
+    """A pod's log is the tenant's: lines of 64 KiB (`STACK_LIMIT_BYTES`) made to be slow to
+    match are read by RE2 (`t9kjobs.progress.linear`), in time linear in their length, and the
+    dump around them is still found as it is."""
+    assert last_dump(hostile) is None
+    assert last_dump(f"{hostile}\n{DUMP}") == DUMP
+    assert last_dump(f"{DUMP}{hostile}\n") == DUMP
+
+
+def test_only_the_digits_faulthandler_writes_make_a_header() -> None:
+    """RE2's `\\d` is ASCII's (Python's `re` took any Unicode digit): a header in other
+    digits is no faulthandler dump."""
+    arabic = DUMP.replace("0:00:20", "\u0660:\u0660\u0660:\u0662\u0660")
+    assert last_dump(arabic) is None
+    assert last_dump(DUMP) == DUMP
 
 
 def test_a_dump_is_cut_to_its_bound_at_a_line() -> None:

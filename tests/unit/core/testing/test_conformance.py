@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.core.testing.kit_runs import (
     ALL_CONTRACTS,
     GOOD_PLUGIN,

@@ -17,7 +17,7 @@ from t9kjobs.testing.fixtures import (
     reconcile,
     reconcile_with,
 )
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 MASTER_WORKER = REPO / "examples" / "pytorchtrainingjob" / "master-worker.yaml"
 NAME = "torch-mnist-trainingjob"

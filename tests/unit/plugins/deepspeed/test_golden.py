@@ -14,7 +14,7 @@ import pytest
 
 from t9kjobs.loading import load_documents, load_job
 from t9kjobs.render import render_job
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.golden import assert_golden
 from tests.unit.plugins.deepspeed.jobs import base_manifest
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 
 def generic_example() -> dict[str, Any]:

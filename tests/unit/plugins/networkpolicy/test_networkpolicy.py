@@ -23,8 +23,9 @@ from t9kjobs.plugins.networkpolicy import plugin as networkpolicy
 from t9kjobs.plugins.networkpolicy.plugin import NetworkPolicySettings
 from t9kjobs.validation import parse_labels
 from t9kjobs.vocabulary import Obj
+from tests.repo import REPO
 from tests.unit.configuring import configured
-from tests.unit.conftest import NOW, REPO
+from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import tiny_job, tiny_manager
 

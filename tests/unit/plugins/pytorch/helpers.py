@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from t9kjobs.objects import find_container
 from t9kjobs.vocabulary import Obj
+from tests.repo import REPO
 
 __all__ = [
     "EXAMPLES",
@@ -22,7 +22,7 @@ __all__ = [
     "replica",
 ]
 
-EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "pytorchtrainingjob"
+EXAMPLES = REPO / "examples" / "pytorchtrainingjob"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from t9kjobs.vocabulary import Obj
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 from tests.unit.plugins.deepspeed.jobs import with_spec
 from tests.unit.plugins.pytorch.helpers import manifest, replica
 

@@ -17,6 +17,7 @@ import pytest
 from t9kjobs.manager import PluginManager
 from t9kjobs.planner import Plan
 from t9kjobs.planner.gangs import GANG_INCOMPLETE_SECONDS, stranded
+from t9kjobs.plugins.scheduling.reading import NATIVE_GANG
 from t9kjobs.vocabulary import Obj
 from tests.unit.configuring import configured
 from tests.unit.core.planner.sim import Sim
@@ -149,13 +150,14 @@ def test_a_pod_being_deleted_is_no_member() -> None:
             spec["nodeName"] = node
         return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
-    assert stranded([group], [pod("a", None), pod("b", "n")]) is None
-    gang = stranded([group], [pod("a", None), pod("b", "n", deleting=True)])
+    gangs = [(group, NATIVE_GANG)]
+    assert stranded(gangs, [pod("a", None), pod("b", "n")]) is None
+    gang = stranded(gangs, [pod("a", None), pod("b", "n", deleting=True)])
     assert gang is not None and [p["metadata"]["name"] for p in gang.waiting] == ["a"]
     # Not a member: placed on its own earlier.
     alone = pod("b", "n")
     del alone["spec"]["schedulingGroup"]
-    assert stranded([group], [pod("a", None), alone]) is not None
+    assert stranded(gangs, [pod("a", None), alone]) is not None
 
 
 def test_a_t9k_gang_that_can_never_be_complete_fails_the_job(manager: PluginManager) -> None:
@@ -168,4 +170,4 @@ def test_a_t9k_gang_that_can_never_be_complete_fails_the_job(manager: PluginMana
     failed = p.status.condition("Failed")
     assert failed is not None and failed.reason == "GangIncomplete"
     assert "PodGroup generic-ddp (4 pods at once) can never be placed" in failed.message
-    assert "the T9k scheduler places none of them on its own" in failed.message
+    assert "its scheduler places none of them on its own" in failed.message

@@ -17,6 +17,7 @@ from t9kjobs.planner import Observed, Plan, plan
 from t9kjobs.planner.placement import rejoin_or_alone
 from t9kjobs.plugins.scheduling import plugin as scheduling
 from t9kjobs.plugins.scheduling.plugin import GangMode, gang_of
+from t9kjobs.plugins.scheduling.reading import NATIVE_GANG, T9K_GANG
 from t9kjobs.render import render_job
 from t9kjobs.vocabulary import Obj
 from tests.unit.configuring import configured
@@ -308,12 +309,15 @@ def _joining(name: str) -> Obj:
 
 
 GANG_OF_3 = [
-    {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": "g"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
-    }
+    (
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+        },
+        NATIVE_GANG,
+    )
 ]
 
 
@@ -345,6 +349,10 @@ def test_pods_created_together_stay_in_their_gang() -> None:
     rejoin_or_alone(creating, {}, GANG_OF_3)
     assert all("schedulingGroup" in p["spec"] for p in creating)
     rejoin_or_alone(creating[:1], {}, [])  # no gang of kube-scheduler's: left alone
+    assert "schedulingGroup" in creating[0]["spec"]
+    # A gang none of whose members can leave it (the T9k scheduler's): left alone too.
+    t9k = [({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 3}}, T9K_GANG)]
+    rejoin_or_alone(creating[:1], {}, t9k)
     assert "schedulingGroup" in creating[0]["spec"]
 
 
