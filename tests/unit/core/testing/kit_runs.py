@@ -12,11 +12,13 @@ import pytest
 GOOD_PLUGIN = '''
 """A good plugin: replica types, one ConfigMap, success when all succeeded."""
 
+from dataclasses import replace
+
 from pydantic import Field
 
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, Verdict
-from t9kjobs.models import JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
+from t9kjobs.models import Distribution, JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
 from t9kjobs.objects import DesiredPod, config_map, headless_service, new_pod, pod_host
 from t9kjobs.templating import render_template
 from t9kjobs.validation import run_mode_problems
@@ -26,6 +28,10 @@ class ConfJobSpec(JobSpec):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     run_mode: RunMode | None = None
     replica_specs: list[ReplicaSpec] = Field(min_length=1, max_length=8)
+
+    def lifecycle(self):
+        # The program is told no rank (the user's own does it); every replica must succeed.
+        return replace(super().lifecycle(), distribution=Distribution(), finished_by="all")
 
 
 @hookimpl

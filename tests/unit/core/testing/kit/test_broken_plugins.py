@@ -155,6 +155,10 @@ BROKEN: list[tuple[str, str, list[str]]] = [
     ),
 ]
 
+# Verdict mistakes the pairing of outcomes catches too, now that the good plugin declares
+# what finishes its job (every replica): a restarting or lost worker beside a succeeded one.
+ALSO_PAIRS = {broken.RESTARTING_COUNTS_AS_DONE, broken.LOST_REPLICA_IGNORED}
+
 
 @pytest.mark.parametrize(
     ("source", "contract", "says"),
@@ -179,7 +183,8 @@ def test_a_broken_plugin_fails_its_contract_only(
     pytester: pytest.Pytester, source: str, contract: str, says: list[str]
 ) -> None:
     run = kit_on(pytester, "conf_broken", source)
-    assert set(run.failed) == {contract}, set(run.failed)
+    pairs = {"test_compute_status_pairs_outcomes[job.yaml]"} if source in ALSO_PAIRS else set()
+    assert set(run.failed) == {contract, *pairs}, set(run.failed)
     for text in says:
         assert text in run.failed[contract]
 
@@ -273,9 +278,9 @@ def test_the_jax_like_kind_passes_and_its_contracts_are_checked(pytester: pytest
 
 def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.Pytester) -> None:
     """The kind declares that every replica must succeed; its verdict lets worker-0's success
-    finish the job while worker-1 is lost for good. Undeclared, the same verdict passes (a
-    contract a minor version adds may not fail a plugin that met the old ones)."""
-    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES + broken.EVERY_REPLICA_FINISHES)
+    finish the job while worker-1 is lost for good."""
+    run = kit_on(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
+    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
     report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
     assert (
         "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
@@ -283,8 +288,49 @@ def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.
         " the kind declares Failed"
     ) in report, report
     assert "return Failed when a replica the job needs is ReplicaState.failed_for_good" in report
-    undeclared = fixed_run(pytester, "conf_pairs", broken.WORKER_ZERO_DECIDES)
-    assert "test_compute_status_pairs_outcomes[job.yaml]" in undeclared.passed
+
+
+def test_a_lost_replica_beats_the_finishers_success_unless_declared(
+    pytester: pytest.Pytester,
+) -> None:
+    """worker-0's success finishes the job (`finished_by`), but a worker lost for good beside
+    it fails the job unless the kind declares that the finisher's success outweighs a worker's
+    loss (`finisher_outweighs`): the XGBoostJob written from the docs whose master's success
+    hid a worker lost for good. Declared so, the same verdict passes."""
+    source = broken.WORKER_ZERO_DECIDES + broken.WORKER_ZERO_FINISHES
+    run = kit_on(pytester, "conf_finisher", source)
+    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
+        " good, the others Running, compute_status returned Succeeded (WorkerSucceeded), where"
+        " the kind declares Failed: conf-worker-0's success finishes the job"
+        " (Lifecycle.finished_by ('worker', 0)), but the kind declares that a worker lost for"
+        " good fails it even then"
+    ) in report, report
+    assert "before judging the finisher's success" in report
+    assert "finisher_outweighs=frozenset({'worker'})" in report
+    fixed = fixed_run(pytester, "conf_finisher", source + broken.FIXED_OUTWEIGHS)
+    assert fixed.failed == {}
+    assert "test_compute_status_pairs_outcomes[job.yaml]" in fixed.passed
+
+
+def test_a_kind_that_declares_nothing_of_its_meaning_fails_saying_what_to_declare(
+    pytester: pytest.Pytester,
+) -> None:
+    """Kit v4 (0.3): a 0.2 plugin that declares no distribution and no finisher fails the two
+    contracts that need them, each naming the declaration; nothing else changes."""
+    run = kit_on(pytester, "conf_undeclared", broken.UNDECLARED)
+    assert set(run.failed) == {
+        "test_ranks_cover_the_world[job.yaml]",
+        "test_compute_status_pairs_outcomes[job.yaml]",
+    }, set(run.failed)
+    ranks = run.failed["test_ranks_cover_the_world[job.yaml]"]
+    assert "job.yaml: the kind declares no Lifecycle.distribution" in ranks
+    assert "declare that: Distribution() with no carrier" in ranks
+    pairs = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert "job.yaml: the kind declares no Lifecycle.finished_by" in pairs
+    assert '"all" when the job succeeds once every replica has' in pairs
 
 
 @pytest.mark.parametrize(
