@@ -3,6 +3,7 @@ and contract names the kit's tests share."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,14 @@ def kit_on(
     install_plugin(pytester, name, GOOD_PLUGIN + textwrap.dedent(broken))
     write_examples(pytester)
     return run_kit(pytester, name, kubeconfig=kubeconfig)
+
+
+def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRun:
+    """The kit on the good plugin with `source` appended, in place of the broken plugin
+    `broken_name` (uninstalled: both serve ConfJob), the examples already written."""
+    shutil.rmtree(pytester.path / f"{broken_name}-0.1.dist-info")
+    install_plugin(pytester, f"{broken_name}_fixed", GOOD_PLUGIN + source)
+    return run_kit(pytester, f"{broken_name}_fixed")
 
 
 VALID = """

@@ -9,7 +9,6 @@ touch still pass. Tests that need the admission tier use the session's API serve
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from tests.unit.core.testing.kit_runs import (
     GOOD_PLUGIN,
     INVALID,
     INVALID_PATH,
-    KitRun,
+    fixed_run,
     install_plugin,
     kit_on,
     run_kit,
@@ -28,14 +27,6 @@ from tests.unit.core.testing.kit_runs import (
 )
 
 pytest_plugins = ["pytester"]
-
-
-def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRun:
-    """The kit on the good plugin with `source` appended, in place of the broken plugin
-    `broken_name` (uninstalled: both serve ConfJob), the examples already written."""
-    shutil.rmtree(pytester.path / f"{broken_name}-0.1.dist-info")
-    install_plugin(pytester, f"{broken_name}_fixed", GOOD_PLUGIN + source)
-    return run_kit(pytester, f"{broken_name}_fixed")
 
 
 # (broken plugin, the one contract it fails, what the report says: the contract and the fix)
@@ -288,49 +279,6 @@ def test_a_verdict_where_worker_zero_decides_fails_the_pairing(pytester: pytest.
         " the kind declares Failed"
     ) in report, report
     assert "return Failed when a replica the job needs is ReplicaState.failed_for_good" in report
-
-
-def test_a_lost_replica_beats_the_finishers_success_unless_declared(
-    pytester: pytest.Pytester,
-) -> None:
-    """worker-0's success finishes the job (`finished_by`), but a worker lost for good beside
-    it fails the job unless the kind declares that the finisher's success outweighs a worker's
-    loss (`finisher_outweighs`): the XGBoostJob written from the docs whose master's success
-    hid a worker lost for good. Declared so, the same verdict passes."""
-    source = broken.WORKER_ZERO_DECIDES + broken.WORKER_ZERO_FINISHES
-    run = kit_on(pytester, "conf_finisher", source)
-    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
-    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
-    assert (
-        "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
-        " good, the others Running, compute_status returned Succeeded (WorkerSucceeded), where"
-        " the kind declares Failed: conf-worker-0's success finishes the job"
-        " (Lifecycle.finished_by ('worker', 0)), but the kind declares that a worker lost for"
-        " good fails it even then"
-    ) in report, report
-    assert "before judging the finisher's success" in report
-    assert "finisher_outweighs=frozenset({'worker'})" in report
-    fixed = fixed_run(pytester, "conf_finisher", source + broken.FIXED_OUTWEIGHS)
-    assert fixed.failed == {}
-    assert "test_compute_status_pairs_outcomes[job.yaml]" in fixed.passed
-
-
-def test_a_kind_that_declares_nothing_of_its_meaning_fails_saying_what_to_declare(
-    pytester: pytest.Pytester,
-) -> None:
-    """Kit v4 (0.3): a 0.2 plugin that declares no distribution and no finisher fails the two
-    contracts that need them, each naming the declaration; nothing else changes."""
-    run = kit_on(pytester, "conf_undeclared", broken.UNDECLARED)
-    assert set(run.failed) == {
-        "test_ranks_cover_the_world[job.yaml]",
-        "test_compute_status_pairs_outcomes[job.yaml]",
-    }, set(run.failed)
-    ranks = run.failed["test_ranks_cover_the_world[job.yaml]"]
-    assert "job.yaml: the kind declares no Lifecycle.distribution" in ranks
-    assert "declare that: Distribution() with no carrier" in ranks
-    pairs = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
-    assert "job.yaml: the kind declares no Lifecycle.finished_by" in pairs
-    assert '"all" when the job succeeds once every replica has' in pairs
 
 
 @pytest.mark.parametrize(
