@@ -74,10 +74,10 @@ def test_a_bundled_kind_without_finisher_outweighs_fails_the_pairing(
     [example] = [e for e in subject.examples if e.id == file]
     compute_status_pairs_outcomes(subject, example)  # as declared: it passes
     declared = spec.lifecycle
-    assert "worker" in declared(subject.job(example).spec).finisher_outweighs  # type: ignore[arg-type]
+    assert "worker" in declared(subject.job(example).spec).finisher_outweighs
 
     def undeclared(self: JobSpec) -> Lifecycle:
-        return replace(declared(self), finisher_outweighs=frozenset())  # type: ignore[arg-type]
+        return replace(declared(self), finisher_outweighs=frozenset())
 
     monkeypatch.setattr(spec, "lifecycle", undeclared)
     with pytest.raises(ContractViolation) as found:
