@@ -4,12 +4,14 @@ the pairing and both fixes (return Failed first, or declare `finisher_outweighs`
 
 The copy is the bundled plugin itself with its `lifecycle()` patched (the verdict unchanged):
 what a plugin whose author judges the launcher first, as these do, and declares nothing more,
-would meet. GenericJob has no finisher (failures are judged first), so it has no such copy.
+would meet. GenericJob has no finisher (failures are judged first), so it has no such copy;
+without failureRules it is held to its `finished_by`, "rules" or "all".
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -52,8 +54,8 @@ KINDS = [
 ]
 
 
-def _subject(plugin: str, folder: str) -> Subject:
-    subject = load_subject(plugin, [REPO / "examples" / folder])
+def _subject(plugin: str, folder: Path) -> Subject:
+    subject = load_subject(plugin, [folder])
     assert subject.error is None, subject.error
     return subject
 
@@ -70,7 +72,7 @@ def test_a_bundled_kind_without_finisher_outweighs_fails_the_pairing(
     finisher: str,
     lost: str,
 ) -> None:
-    subject = _subject(plugin, folder)
+    subject = _subject(plugin, REPO / "examples" / folder)
     [example] = [e for e in subject.examples if e.id == file]
     compute_status_pairs_outcomes(subject, example)  # as declared: it passes
     declared = spec.lifecycle
@@ -88,3 +90,37 @@ def test_a_bundled_kind_without_finisher_outweighs_fails_the_pairing(
     assert "where the kind declares Failed" in said
     assert "but the kind declares that a worker lost for good fails it even then" in said
     assert "finisher_outweighs=frozenset({'worker'})" in said
+
+
+_GENERIC = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata: {name: rules}
+spec:
+  %s
+  replicaSpecs:
+    - type: master
+      template: {spec: {containers: [{name: main, image: busybox}]}}
+    - type: worker
+      replicas: 2
+      template: {spec: {containers: [{name: main, image: busybox}]}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("rules", "finished_by"),
+    [("successRules: [{master: [0]}]", "rules"), ("successRules: []", "all")],
+    ids=["success-rules", "no-rules"],
+)
+def test_a_generic_job_without_failure_rules_is_held_to_what_it_declares(
+    tmp_path: Path, rules: str, finished_by: str
+) -> None:
+    """Without failureRules the pairing applies to GenericJob: its success rules decide
+    ("rules": Succeeded beside a running worker is the rule's), or every replica must succeed
+    ("all"); either way a replica lost for good beside a success fails the job."""
+    (tmp_path / "job.yaml").write_text(_GENERIC % rules)
+    subject = _subject("generic", tmp_path)
+    [example] = subject.examples
+    life = subject.job(example).spec.lifecycle()
+    assert (life.finished_by, life.failure_rules) == (finished_by, False)
+    compute_status_pairs_outcomes(subject, example)
