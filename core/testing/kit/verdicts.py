@@ -300,8 +300,9 @@ def _why(
             f" finisher_outweighs=frozenset({{{kind!r}}})"
         )
     if decides:
-        spared = "may lose" if kind in life.may_lose else "outweighs"
-        why = "" if state != "Failed" else f" (the kind declares it {spared} a {kind})"
+        spared = "may_lose" if kind in life.may_lose else "finisher_outweighs"
+        why = f", and a {kind}'s loss does not undo it (Lifecycle.{spared})"
+        why = why if state == "Failed" else ""
         return (
             f"{winner.name} is the replica whose success finishes the job"
             f" (Lifecycle.finished_by {life.finished_by}){why}; return Succeeded when it"

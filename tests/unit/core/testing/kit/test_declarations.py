@@ -77,3 +77,20 @@ def test_a_broken_jax_like_copy_that_declares_nothing_fails_too(
     report = run.failed["test_ranks_cover_the_world[job.yaml]"]
     assert "job.yaml: the kind declares no Lifecycle.distribution" in report, report
     assert "test_compute_status_pairs_outcomes[job.yaml]" in run.failed
+
+
+def test_a_verdict_that_fails_where_the_finisher_outweighs_the_loss_fails_the_pairing(
+    pytester: pytest.Pytester,
+) -> None:
+    """Declared the other way round: worker-0's success outweighs a lost worker, but the
+    verdict (every replica must succeed) still fails the job."""
+    run = kit_on(pytester, "conf_outweighs", broken.WORKER_ZERO_FINISHES + broken.FIXED_OUTWEIGHS)
+    assert set(run.failed) == {"test_compute_status_pairs_outcomes[job.yaml]"}, set(run.failed)
+    report = run.failed["test_compute_status_pairs_outcomes[job.yaml]"]
+    assert (
+        "job.yaml: with conf-worker-0 (worker) Succeeded beside conf-worker-1 (worker) failed for"
+        " good, the others Running, compute_status returned Failed (ReplicaFailed), where the"
+        " kind declares Succeeded: conf-worker-0 is the replica whose success finishes the job"
+        " (Lifecycle.finished_by ('worker', 0)), and a worker's loss does not undo it"
+        " (Lifecycle.finisher_outweighs); return Succeeded when it succeeded"
+    ) in report, report
