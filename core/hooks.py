@@ -202,7 +202,10 @@ class JobHooks:
         job succeeded or failed, else None: none while no replica has finished, `Failed` (never
         `Succeeded`) when a replica failed for good decides, with a message naming the pod, its
         exit code and container (`ReplicaState.failure`: `<job>-worker-0 failed with exit code
-        137 (container worker)`) and a CamelCase reason.
+        137 (container worker)`) and a CamelCase reason. Keep to what `JobSpec.lifecycle()`
+        declares (the kit pairs outcomes against it): `Succeeded` from the `finished_by` replica,
+        but `Failed` when a replica lost for good beside it is of a type neither in
+        `finisher_outweighs` nor in `may_lose` (`replicas_lost` before the finisher's success).
         Judge from `replicas` and the spec only, never from `job.status`: the same replicas give
         the same verdict. The engine derives phase, conditions, aggregate and tasks, and never
         asks again once the job finished (a finished job never regresses).

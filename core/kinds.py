@@ -102,10 +102,13 @@ def replicas_lost(
     minimum, `Lifecycle.min_available`), None meaning all of them; else None. Replicas of the
     types in `may_lose` (`Lifecycle.may_lose`, an evaluator) are never counted as lost.
 
-    What a `t9kjobs_compute_status` returns once its own success and failure (a launcher's
-    exit) have not decided: a job whose launcher waits on a rank that is gone, over ssh or in
-    a collective, may never fail by itself (the conformance kit's
-    `compute_status_fails_on_lost_replicas`)."""
+    What a `t9kjobs_compute_status` returns when a replica the job needs is gone: a job whose
+    launcher waits on a rank that is gone, over ssh or in a collective, may never fail by itself
+    (the conformance kit's `compute_status_fails_on_lost_replicas`). Call it before judging the
+    finisher's success (`Lifecycle.finished_by`): a replica lost for good beats that success
+    unless the kind declares its type in `Lifecycle.finisher_outweighs` (a launcher that exits
+    0 only when every rank did), which may judge its finisher first and call this after
+    (`compute_status_pairs_outcomes`)."""
     lost = [r for r in replicas if r.failed_for_good and r.replica_type not in may_lose]
     if not lost:
         return None

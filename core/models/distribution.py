@@ -76,10 +76,13 @@ class Distribution:
 
     `unit`: what a rank numbers, a `process` or a `node` (a pod; torchrun's `--node_rank`).
     `ranks`: where each ranked pod finds its rank, exactly 0..world-1 over the job's ranked pods
-    (several carriers must agree); empty: the framework assigns them (an elastic rendezvous, or a
-    kind that leaves it to the user's program). `world_size`: where the program finds the world
-    size: the number of ranked pods, or with a hostfile and unit `process` its slots; a value
-    `MIN:MAX` (an elastic range) must hold it. `addresses`: where it is told peers' addresses.
+    (several carriers must agree), in any order: rank 0 need not be the coordinator, nor ranks
+    follow the pods' indexes, for the kit (the kind's framework may want so: torch's MASTER_ADDR
+    names rank 0's pod); empty: the framework assigns them (an elastic rendezvous, or a kind that
+    leaves it to the user's program), which a kind declares as `Distribution()`. `world_size`:
+    where the program finds the world size: the number of ranked pods, or with a hostfile and
+    unit `process` its slots; a value `MIN:MAX` (an elastic range) must hold it. `addresses`:
+    where it is told peers' addresses.
     `ports`: the ports the kind documents its programs listen on (an address's port must be one
     of them or one the target container or Service declares). `ranked_types`: the replica types
     whose pods take ranks (None: every pod; a launcher that only starts the others takes none).

@@ -60,16 +60,27 @@ class Lifecycle:
     # not `min_available`.
     failure_rules: bool = False
     # What the job means to its program, for the conformance kit: how ranks, world size and
-    # peers' addresses reach it (`t9kjobs.models.distribution`). None: not declared, not checked.
+    # peers' addresses reach it (`t9kjobs.models.distribution`); `Distribution()`, no carrier:
+    # the framework or the user's program assigns them. None: not declared, which kit v4 (0.3)
+    # fails (ranks_cover_the_world); the operator never reads it.
     distribution: Distribution | None = None
     # The replica whose success alone finishes the job, as (type, index): a launcher, a master;
-    # "all": the job succeeds when every replica has; None: not declared. The kit pairs
-    # outcomes against it (compute_status_pairs_outcomes): another replica still running,
-    # restarting or lost for good beside one's success.
-    finished_by: tuple[str, int] | Literal["all"] | None = None
+    # "all": the job succeeds when every replica has; "rules": the user's own success rules
+    # decide (GenericJob's successRules). None: not declared, which kit v4 (0.3) fails. The kit
+    # pairs outcomes against it (compute_status_pairs_outcomes): another replica still
+    # running, restarting or lost for good beside one's success.
+    finished_by: tuple[str, int] | Literal["all", "rules"] | None = None
     # Replica types the job may lose for good without failing (an evaluator): a declaration by
     # type, where `min_available` counts pods of any type.
     may_lose: frozenset[str] = frozenset()
+    # Replica types whose loss for good the finisher's success outweighs: beside the
+    # `finished_by` replica Succeeded, one of these failed for good leaves the job Succeeded
+    # (a launcher that exits 0 only when every rank did; PyTorch's master, judged first).
+    # A replica of any other type, unless in `may_lose`, lost for good fails the job even
+    # beside the finisher's success (the default: a verdict that fails on any replica lost for
+    # good, as `replicas_lost` before the finisher's success). Before the finisher succeeded,
+    # a loss the job cannot spare fails it either way (compute_status_fails_on_lost_replicas).
+    finisher_outweighs: frozenset[str] = frozenset()
 
 
 class JobSpec(ApiModel):

@@ -309,4 +309,6 @@ class ColossalAIJobSpec(JobSpec):
                 ranked_types=(WORKER,),
             ),
             finished_by=(LAUNCHER, 0),  # the launcher's exit decides
+            # `colossalai run` exits 0 only when every node did (docs/colossalai.md, "Status").
+            finisher_outweighs=frozenset({WORKER}),
         )

@@ -225,6 +225,9 @@ class DeepSpeedJobSpec(JobSpec):
                 ranked_types=("worker",),
             ),
             finished_by=("worker", 0),  # worker-0 runs the launcher
+            # The launcher exits 0 only when every rank did: a worker lost after it is no
+            # loss of the job's (docs/deepspeed.md, "Status").
+            finisher_outweighs=frozenset({"worker"}),
         )
         elastic = self.elastic
         if elastic is None or not elastic.enabled or elastic.min_replicas is None:

@@ -176,4 +176,8 @@ class GenericJobSpec(JobSpec):
             # The operator tells the program no rank and no address: the user's own env and
             # substitutions do (`$(rank)`, `$(service.master[0].host)`), as the user writes them.
             distribution=Distribution(),
+            # Without success rules the job succeeds when every replica has; with them, the
+            # user's rules decide. Failures are judged first: a replica lost for good fails the
+            # job whatever succeeded (unless failureRules say otherwise).
+            finished_by="rules" if self.success_rules else "all",
         )

@@ -209,6 +209,9 @@ class PyTorchTrainingJobSpec(JobSpec):
             super().lifecycle(),
             distribution=self._distribution(),
             finished_by=(self._rank_zero_type(), 0),
+            # The master's exit 0 means training finished, whatever a straggler did afterwards
+            # (docs/pytorch.md, "Status": judged before failures).
+            finisher_outweighs=frozenset(rs.type for rs in self.replica_specs),
         )
         elastic = self.elastic
         if elastic is None or not elastic.enabled or elastic.min_replicas is None:

@@ -275,6 +275,21 @@ MUTATIONS = {
             "return Failed when a replica the job needs is ReplicaState.failed_for_good",
         ],
     ),
+    # The launcher's success judged first, as the template does, by an author who never said
+    # that it outweighs a worker's loss: the XGBoostJob whose master succeeded beside a worker
+    # lost for good.
+    "success-beside-lost-worker": (
+        [("t9kjobs_mpijob/spec.py", 'finisher_outweighs=frozenset({"worker"}),', "")],
+        "test_compute_status_pairs_outcomes[pi.yaml]",
+        [
+            "pi.yaml: with mpi-pi-launcher (launcher) Succeeded beside mpi-pi-worker-0 (worker)"
+            " failed for good, the others Running, compute_status returned Succeeded"
+            " (LauncherSucceeded), where the kind declares Failed: mpi-pi-launcher's success"
+            " finishes the job (Lifecycle.finished_by ('launcher', 0)), but the kind declares"
+            " that a worker lost for good fails it even then",
+            "finisher_outweighs=frozenset({'worker'})",
+        ],
+    ),
     "uncompilable-cel": (
         [("t9kjobs_mpijob/spec.py", "!self.mpirunArgs.exists(", "!self.mpirunArguments.exists(")],
         "test_crd_is_accepted_by_the_api_server[MPIJob]",

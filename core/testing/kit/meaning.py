@@ -191,6 +191,17 @@ def _holds(value: str, world: int) -> bool:
     return int(low) == world if not high else int(low) <= world <= int(high)
 
 
+def _undeclared(example: Example) -> ContractViolation:
+    return ContractViolation(
+        f"{example.id}: the kind declares no Lifecycle.distribution, so nothing its program is"
+        " told can be checked: return from JobSpec.lifecycle() a Distribution saying where each"
+        " pod finds its rank and the world size (EnvVar, LaunchOption, Hostfile) and its peers'"
+        " addresses (Address); if the framework or the user's program assigns the ranks (an"
+        " elastic rendezvous, a generic job), declare that: Distribution() with no carrier."
+        " Kit v4 (t9k-jobs 0.3) requires the declaration (docs/conformance.md)"
+    )
+
+
 def ranks_cover_the_world(subject: Subject, example: Example) -> None:
     """Ranks are unique and exactly 0..world-1, and the world size is what the replicas give.
 
@@ -199,8 +210,14 @@ def ranks_cover_the_world(subject: Subject, example: Example) -> None:
     gets one rank (carriers that agree), the ranks are exactly 0..N-1 over N ranked pods, a
     hostfile lists each ranked pod once, and every world size the program is told equals the
     number of ranked pods (unit `node`, or `process` one a pod) or the hostfile's slots (unit
-    `process`), or is an elastic range `MIN:MAX` holding it. Not declared: nothing to check.
+    `process`), or is an elastic range `MIN:MAX` holding it. The order of the ranks is free:
+    rank 0 need not be the coordinator nor ranks follow the pods' indexes, as long as what the
+    kind's framework expects of them holds (the kit cannot know it). A kind that declares no
+    `distribution` fails (kit v4, t9k-jobs 0.3): one whose framework or user's program assigns
+    the ranks says so, `Distribution()`.
     """
+    if subject.job(example).spec.lifecycle().distribution is None:
+        raise _undeclared(example)
     s = _setting(subject, example)
     if s is None:
         return
@@ -315,7 +332,8 @@ def addresses_name_the_job(subject: Subject, example: Example) -> None:
     Service of the job, or starting with `<job>-`) must resolve, with or without a dot: a pod
     as `<hostname>.<subdomain>` with its headless Service, or a Service's name (a pod's bare
     name resolves only inside that pod); and its port must be one the target container or
-    Service declares, or one the kind documents (`Distribution.ports`).
+    Service declares, or one the kind documents (`Distribution.ports`). A kind that declares no
+    `distribution` has no address checked here (ranks_cover_the_world fails it).
     """
     s = _setting(subject, example)
     if s is None:

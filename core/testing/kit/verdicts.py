@@ -197,21 +197,31 @@ def _pairing(pods: Sequence[DesiredPod], first: int, other: int, state: str) -> 
 _SAID = {"Failed": "failed for good", "Running": "still running", "Restarting": "restarting"}
 
 
-def _expected(life: Lifecycle, decides: bool, other: DesiredPod, state: str) -> set[str | None]:
-    """The verdicts the kind's declaration allows for a pairing (None: no verdict yet)."""
-    if life.finished_by is None and not life.may_lose:
-        # Not declared: only what holds whatever replica decides (a replica still running or
-        # restarting fails no job); the rest waits for the declaration.
-        return {None, "Succeeded", "Failed"} if state == "Failed" else {None, "Succeeded"}
-    if decides:  # its success alone finishes the job, whatever the others do
-        return {"Succeeded"} if state != "Failed" else {"Succeeded", "Failed"}
-    if state != "Failed":
-        return {None}  # one still runs: neither done nor failed
-    if other.replica_type in life.may_lose:
-        return {None}
-    if life.min_available is not None:
-        return {None, "Failed"}  # an elastic job may carry on without it
-    return {"Failed"}
+def _expected(
+    life: Lifecycle, decides: bool, other: DesiredPod, state: str, spare: bool
+) -> set[str | None]:
+    """The verdicts the kind's declaration allows for a pairing (None: no verdict yet).
+    `spare`: an elastic job can run without the other pod (`min_available`)."""
+    rules = life.finished_by == "rules"  # the user's success rules may say Succeeded any time
+    if decides:  # the finisher succeeded: Succeeded, unless a replica it cannot outweigh is lost
+        if state != "Failed" or other.replica_type in life.may_lose | life.finisher_outweighs:
+            return {"Succeeded"}
+        return {"Succeeded", "Failed"} if spare else {"Failed"}
+    if state != "Failed" or other.replica_type in life.may_lose:
+        return {None, "Succeeded"} if rules else {None}  # one still runs: not done, not failed
+    return {None, "Failed"} if spare else {"Failed"}
+
+
+def _undeclared(example: Example) -> ContractViolation:
+    return ContractViolation(
+        f"{example.id}: the kind declares no Lifecycle.finished_by, so no verdict can be judged"
+        " against it: return from JobSpec.lifecycle() the replica whose success alone finishes"
+        ' the job (finished_by=("launcher", 0), a master), "all" when the job succeeds once'
+        ' every replica has, or "rules" when the user\'s own success rules decide; and the'
+        " replica types it may lose (may_lose) or whose loss the finisher's success outweighs"
+        " (finisher_outweighs). Kit v4 (t9k-jobs 0.3) requires the declaration"
+        " (docs/conformance.md)"
+    )
 
 
 def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
@@ -219,19 +229,24 @@ def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
 
     For each replica type, its first pod `Succeeded` beside each other pod in turn failed for
     good, `Running` or `Restarting` (the rest `Running`), judged against what the kind declares
-    in `JobSpec.lifecycle()`: when the succeeded pod is the one whose success finishes the job
-    (`finished_by`, a launcher or a master), Succeeded (or Failed beside a lost one); else no
-    verdict beside a running or restarting one, and Failed beside one lost for good, unless its
-    replica type may be lost (`may_lose`: no verdict) or the job is elastic (`min_available`:
-    no verdict or Failed). A kind that declares neither (`finished_by` None) is only held to
-    no Failed beside a running or restarting replica (a new contract of a minor version may not
-    fail a plugin that met the old ones); a kind whose user-written rules decide
+    in `JobSpec.lifecycle()`. When the succeeded pod is the one whose success finishes the job
+    (`finished_by`, a launcher or a master): Succeeded, except beside a replica lost for good
+    that the finisher's success does not outweigh: Failed (its type is in neither
+    `finisher_outweighs` nor `may_lose`; an elastic job that can spare it, `min_available`,
+    may say either). Else no verdict beside a running or restarting replica, and Failed beside
+    one lost for good, unless its type may be lost (`may_lose`: no verdict) or the job is
+    elastic (no verdict or Failed); with `finished_by` "rules" (the user's success rules)
+    Succeeded may come any time a replica still runs. A kind that declares no `finished_by`
+    fails (kit v4, t9k-jobs 0.3); a kind whose user-written failure rules decide
     (`failure_rules`) is judged by its rules' tests.
     """
     hooks, job, pods = _status_setup(subject, example)
     life = job.spec.lifecycle()
     if life.failure_rules:
         return
+    if life.finished_by is None:
+        raise _undeclared(example)
+    spare = life.min_available is not None and life.min_available < len(pods)
     firsts: dict[str, int] = {}
     for i, pod in enumerate(pods):
         firsts.setdefault(pod.replica_type, i)
@@ -248,7 +263,7 @@ def compute_status_pairs_outcomes(subject: Subject, example: Example) -> None:
             for state in ("Failed", "Running", "Restarting"):
                 states = _pairing(pods, first, other, state)
                 found = _verdict(hooks, job, states)
-                allowed = _expected(life, decides, pod, state)
+                allowed = _expected(life, decides, pod, state, spare)
                 got = None if found is None else found.outcome
                 if got in allowed:
                     continue
@@ -272,20 +287,35 @@ def _why(
     state: str,
     pods: Sequence[DesiredPod],
 ) -> str:
+    kind = other.replica_type
+    if decides and state == "Failed" and kind not in life.may_lose | life.finisher_outweighs:
+        return (
+            f"{winner.name}'s success finishes the job (Lifecycle.finished_by"
+            f" {life.finished_by}), but the kind declares that a {kind} lost for good fails it"
+            f" even then ({kind!r} is in neither Lifecycle.finisher_outweighs nor may_lose):"
+            " return Failed when a replica the job needs is ReplicaState.failed_for_good"
+            " (t9kjobs.plugin.replicas_lost) before judging the finisher's success; or, if"
+            f" {winner.name}'s success means the work is done whatever a {kind} did (a launcher"
+            " that exits 0 only when every rank did), declare it:"
+            f" finisher_outweighs=frozenset({{{kind!r}}})"
+        )
     if decides:
+        spared = "may_lose" if kind in life.may_lose else "finisher_outweighs"
+        why = f", and a {kind}'s loss does not undo it (Lifecycle.{spared})"
+        why = why if state == "Failed" else ""
         return (
             f"{winner.name} is the replica whose success finishes the job"
-            f" (Lifecycle.finished_by {life.finished_by}); return Succeeded when it succeeded"
+            f" (Lifecycle.finished_by {life.finished_by}){why}; return Succeeded when it"
+            " succeeded"
         )
     names = {(p.replica_type, p.index): p.name for p in pods}
-    if life.finished_by is None and not life.may_lose:
-        return f"a replica still running or restarting ({other.name}) fails no job"
     finisher = "the job succeeds when every replica has (Lifecycle.finished_by 'all')"
-    if isinstance(life.finished_by, tuple):
+    if life.finished_by == "rules":
+        finisher = "the user's success rules decide (Lifecycle.finished_by 'rules')"
+    elif isinstance(life.finished_by, tuple):
         who = names.get(life.finished_by, str(life.finished_by))
         finisher = f"only {who}'s success finishes the job (Lifecycle.finished_by)"
-
-    if state != "Failed" or other.replica_type in life.may_lose:
+    if state != "Failed" or kind in life.may_lose:
         return (
             f"{finisher}, and {other.name} may still finish: judge Succeeded only from the"
             " replica that finishes the job, or when every replica succeeded; declare the"

@@ -98,6 +98,9 @@ class MPIJobSpec(JobSpec):
                 ranked_types=("worker",),
             ),
             finished_by=("launcher", 0),
+            # mpirun exits 0 only when every rank did: a worker lost after the launcher
+            # succeeded takes nothing from the job.
+            finisher_outweighs=frozenset({"worker"}),
         )
 
     @field_validator("mpirun_args")

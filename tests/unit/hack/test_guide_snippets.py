@@ -10,6 +10,7 @@ from t9kjobs.crds import crds
 from t9kjobs.kinds import KindInfo
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
+from t9kjobs.testing.fixtures import job_from_yaml
 from tests.repo import REPO
 
 GUIDE = REPO / "docs" / "plugin-guide.md"
@@ -67,3 +68,36 @@ def test_the_replica_specs_form_builds_a_pod_per_replica_with_its_restart_rule()
     assert {p.manifest["spec"]["subdomain"] for p in pods} == {"x"}
     [(_, crd)] = [f for f in crds(manager) if "myjobs" in f[0]]
     assert "replica types must be unique" in crd
+
+
+def test_the_environment_snippet_tells_each_worker_its_rank_and_keeps_the_users_env() -> None:
+    code: dict[str, Any] = {}
+    source = _snippet("**Telling a pod its rank: its environment.**")
+    exec(compile(source, str(GUIDE), "exec", dont_inherit=True), code)  # as a module would run it
+    job = job_from_yaml(
+        """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata: {name: jax, namespace: ns}
+spec:
+  replicaSpecs:
+    - type: worker
+      template: {spec: {containers: [{name: main, image: busybox}]}}
+"""
+    )
+    user = {"name": "JAX_PROCESS_ID", "value": "9"}  # the user's own, replaced
+    template = {
+        "spec": {"containers": [{"name": "main", "env": [{"name": "A", "value": "1"}, user]}]}
+    }
+    pods = [code["worker"](job, i, 2, template) for i in range(2)]
+    assert [p.name for p in pods] == ["jax-worker-0", "jax-worker-1"]
+    [env] = [p.manifest["spec"]["containers"][0]["env"] for p in pods[1:]]
+    assert env == [
+        {"name": "A", "value": "1"},
+        {"name": "JAX_COORDINATOR_ADDRESS", "value": "jax-worker-0.jax:6666"},
+        {"name": "JAX_NUM_PROCESSES", "value": "2"},
+        {"name": "JAX_PROCESS_ID", "value": "1"},
+    ]
+    assert template["spec"]["containers"][0]["env"][1] == user  # the template is not edited
+    assert pods[0].manifest["spec"]["subdomain"] == "jax"
+    assert pods[0].training_container == "main"

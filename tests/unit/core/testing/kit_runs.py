@@ -3,6 +3,7 @@ and contract names the kit's tests share."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +13,13 @@ import pytest
 GOOD_PLUGIN = '''
 """A good plugin: replica types, one ConfigMap, success when all succeeded."""
 
+from dataclasses import replace
+
 from pydantic import Field
 
 from t9kjobs.hooks import hookimpl
 from t9kjobs.kinds import KindInfo, Problem, Verdict
-from t9kjobs.models import JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
+from t9kjobs.models import Distribution, JobSpec, ReplicaSpec, RestartRule, RunMode, RunPolicy
 from t9kjobs.objects import DesiredPod, config_map, headless_service, new_pod, pod_host
 from t9kjobs.templating import render_template
 from t9kjobs.validation import run_mode_problems
@@ -26,6 +29,10 @@ class ConfJobSpec(JobSpec):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     run_mode: RunMode | None = None
     replica_specs: list[ReplicaSpec] = Field(min_length=1, max_length=8)
+
+    def lifecycle(self):
+        # The program is told no rank (the user's own does it); every replica must succeed.
+        return replace(super().lifecycle(), distribution=Distribution(), finished_by="all")
 
 
 @hookimpl
@@ -207,6 +214,14 @@ def kit_on(
     install_plugin(pytester, name, GOOD_PLUGIN + textwrap.dedent(broken))
     write_examples(pytester)
     return run_kit(pytester, name, kubeconfig=kubeconfig)
+
+
+def fixed_run(pytester: pytest.Pytester, broken_name: str, source: str) -> KitRun:
+    """The kit on the good plugin with `source` appended, in place of the broken plugin
+    `broken_name` (uninstalled: both serve ConfJob), the examples already written."""
+    shutil.rmtree(pytester.path / f"{broken_name}-0.1.dist-info")
+    install_plugin(pytester, f"{broken_name}_fixed", GOOD_PLUGIN + source)
+    return run_kit(pytester, f"{broken_name}_fixed")
 
 
 VALID = """

@@ -12,7 +12,7 @@ __all__ = [
     "ADMISSION_ONLY_RULE",
     "BARE_POD_COORDINATOR",
     "COORDINATOR_WITHOUT_SERVICE",
-    "EVERY_REPLICA_FINISHES",
+    "FIXED_OUTWEIGHS",
     "FIXED_STATUS",
     "FIXED_SUBDOMAIN",
     "HOSTS_WITHOUT_SUBDOMAIN",
@@ -32,9 +32,11 @@ __all__ = [
     "STATUS_NEVER_FILLED",
     "SUBDOMAIN_WITHOUT_SERVICE",
     "UNCOMPILABLE_CEL_RULE",
+    "UNDECLARED",
     "UNKNOWN_TRAINING_CONTAINER",
     "UNRESOLVABLE_HOST",
     "WORKER_ZERO_DECIDES",
+    "WORKER_ZERO_FINISHES",
     "WORLD_SIZE_SHORT",
     "with_spec_rule",
 ]
@@ -309,14 +311,31 @@ def coordinator(job, pods):
 """
 )
 
-# Not broken: the kind declares that it succeeds when every replica has.
-EVERY_REPLICA_FINISHES = """
+# A 0.2 plugin: it declares nothing of what its job means (kit v4 requires it).
+UNDECLARED = """
 from dataclasses import replace
 
 
 class ConfJobSpec(ConfJobSpec):
     def lifecycle(self):
-        return replace(super().lifecycle(), finished_by="all")
+        return replace(super().lifecycle(), distribution=None, finished_by=None)
+"""
+
+# The kind declares worker-0 the finisher and nothing about a lost worker beside its success:
+# the loss beats the success (an XGBoostJob's master succeeded beside a worker lost for good).
+WORKER_ZERO_FINISHES = """
+from dataclasses import replace
+
+
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finished_by=("worker", 0))
+"""
+# The remedy the kit names when worker-0's success does mean the work is done.
+FIXED_OUTWEIGHS = """
+class ConfJobSpec(ConfJobSpec):
+    def lifecycle(self):
+        return replace(super().lifecycle(), finisher_outweighs=frozenset({"worker"}))
 """
 
 # The kind declares it may lose its workers (as a TFJob its evaluator), but its verdict still
