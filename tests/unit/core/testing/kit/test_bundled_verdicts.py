@@ -22,7 +22,7 @@ from t9kjobs.plugins.pytorch.spec import PyTorchTrainingJobSpec
 from t9kjobs.testing.kit.subject import Subject, load_subject
 from t9kjobs.testing.kit.verdicts import compute_status_pairs_outcomes
 from t9kjobs.testing.kit.violation import ContractViolation
-from tests.unit.conftest import REPO
+from tests.repo import REPO
 
 # (plugin, its examples folder, an example with a finisher and workers, its spec model, the
 # finisher that succeeds, a worker lost for good beside it)
