@@ -173,6 +173,21 @@ class ClusterReader:
             return _SIMULATED_NODE in ((got.get("metadata") or {}).get("annotations") or {})
         return False
 
+    def topology_levels(self, namespace: str, workload: str) -> dict[str, list[str]]:
+        """The Topology levels Kueue placed each podSet of the Workload by
+        (`topologyAssignment.levels`); none where it cannot be read (no right on Workloads,
+        gone, not admitted yet): the pods' node selectors then say no domain."""
+        path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads/{workload}"
+        with contextlib.suppress(ApiError, *UNREACHABLE):
+            got = self.transport.request("GET", path)
+            admission = (got.get("status") or {}).get("admission") or {}
+            return {
+                str(a.get("name")): [str(level) for level in a["topologyAssignment"]["levels"]]
+                for a in admission.get("podSetAssignments") or []
+                if (a.get("topologyAssignment") or {}).get("levels")
+            }
+        return {}
+
     def config_maps(self, ref: JobRef, uid: str) -> list[Obj]:
         """The ConfigMaps of the job `ref` names, `uid` its uid."""
         return self._owned("ConfigMap", ref, uid)
