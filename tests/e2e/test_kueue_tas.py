@@ -22,6 +22,7 @@ from t9kjobs.kube.transport import ApiError, Transport, load_configuration
 from t9kjobs.manager import load_plugins
 from tests.e2e.jobs import Kube, job, phase, replica, template, until
 from tests.kwok_nodes import POOL, NodePool
+from tests.operators import Operators
 
 GPU = "nvidia.com/gpu"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -169,6 +170,11 @@ def _workload(kube: Kube, name: str) -> Any:
     return _kueue(kube.http, "GET", f"namespaces/{kube.ns}/workloads/{name}")
 
 
+def _workloads(kube: Kube) -> dict[str, Any]:
+    items = _kueue(kube.http, "GET", f"namespaces/{kube.ns}/workloads")["items"]
+    return {w["metadata"]["name"]: w for w in items}
+
+
 def _check_ungated(pods: dict[str, Any], workload: str) -> None:
     """What the engine put on the pods for Kueue, and what Kueue's ungater made of it."""
     for pod in pods.values():
@@ -256,3 +262,32 @@ def test_a_job_that_fits_no_block_waits_with_no_pod_until_the_other_ends(
     pods = _placed(kube, "small", 3)
     _check_ungated(pods, "genericjob-small")
     assert len({DOMAINS[p["spec"]["nodeName"]][0] for p in pods.values()}) == 1
+
+
+def test_an_operator_down_while_kueue_admits_places_the_job_when_it_comes_back(
+    kube: Kube, queue: str, operators: Operators
+) -> None:
+    """Kueue admits the Workload while no operator runs: the next one creates the pods gated,
+    Kueue ungates them into one rack, and the operator leaves the pods Kueue changed alone."""
+    doc = _generic("back", 2, {REQUIRED: RACK})
+    kube.create(doc)
+    until(lambda: _workloads(kube).get("genericjob-back"), "the job's Workload made")
+    operators.kill()
+    try:
+
+        def admitted() -> bool:
+            workload = _workloads(kube)["genericjob-back"]
+            conditions = (workload.get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
+
+        until(admitted, "the Workload admitted with no operator running", 60)
+        assert not [n for n in kube.pods() if n.startswith("back-")]
+    finally:
+        operators.start()
+    pods = _placed(kube, "back", 2)
+    _check_ungated(pods, "genericjob-back")
+    assert len({DOMAINS[p["spec"]["nodeName"]][1] for p in pods.values()}) == 1
+    kube.wait_phase(doc, "Running")
+    # The status says Running once the operator has seen the ungated pods: the same pods.
+    now = {n: p["metadata"]["uid"] for n, p in kube.pods().items() if n.startswith("back-")}
+    assert now == {n: p["metadata"]["uid"] for n, p in pods.items()}
