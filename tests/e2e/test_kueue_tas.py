@@ -30,6 +30,8 @@ BLOCK, RACK, HOST = "t9kjobs.dev/block", "t9kjobs.dev/rack", "kubernetes.io/host
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 NAME = "t9kjobs-e2e-tas"
+# A pod on a deleted node is lost 10 s later (docs/lifecycle.md, "Lost nodes"), not 60.
+OPERATOR_ARGS = ("--lost-node-seconds", "10")
 # Node tas-<i>: block b<i // 4>, rack b<i // 4>-r<i // 2 % 2>.
 DOMAINS = {f"tas-{i}": (f"b{i // 4}", f"b{i // 4}-r{i // 2 % 2}") for i in range(8)}
 
@@ -44,7 +46,7 @@ def _kueue(http: Any, method: str, path: str, body: Any = None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def topology(cluster: Any) -> Iterator[None]:
+def topology(cluster: Any) -> Iterator[NodePool]:
     """The module's nodes, labelled by domain, and the administrator's Topology, ResourceFlavor
     and ClusterQueue; removed after."""
     http = Transport(load_configuration(str(cluster.kubeconfig)), qps=0)
@@ -120,7 +122,7 @@ def topology(cluster: Any) -> Iterator[None]:
             return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)
 
         until(active, f"ClusterQueue {NAME} active (its flavor's Topology and nodes known)", 60)
-        yield
+        yield nodes
     finally:
         for plural, _ in reversed(objects):
             _kueue(http, "DELETE", f"{plural}/{NAME}")
@@ -128,7 +130,7 @@ def topology(cluster: Any) -> Iterator[None]:
 
 
 @pytest.fixture
-def queue(topology: None, kube: Kube, namespace: str) -> str:
+def queue(topology: NodePool, kube: Kube, namespace: str) -> str:
     local = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
@@ -291,3 +293,33 @@ def test_an_operator_down_while_kueue_admits_places_the_job_when_it_comes_back(
     # The status says Running once the operator has seen the ungated pods: the same pods.
     now = {n: p["metadata"]["uid"] for n, p in kube.pods().items() if n.startswith("back-")}
     assert now == {n: p["metadata"]["uid"] for n, p in pods.items()}
+
+
+def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
+    kube: Kube, queue: str, topology: NodePool
+) -> None:
+    """Kueue finds the lost node's slot another node of the required block
+    (TASFailedNodeReplacement), and the pod the operator creates again, gated, lands there.
+    Last in the module: the node stays deleted."""
+    doc = _generic("lost", 2, {REQUIRED: BLOCK})
+    doc["spec"]["recoveryPolicy"] = {}
+    kube.create(doc)
+    pods = _placed(kube, "lost", 2)
+    victim = pods["lost-worker-0"]["spec"]["nodeName"]
+    block = DOMAINS[victim][0]
+    old = pods["lost-worker-0"]["metadata"]["uid"]
+    topology.remove(victim)
+
+    def replaced() -> Any:
+        pod = kube.pods().get("lost-worker-0")
+        ok = (
+            pod is not None
+            and pod["metadata"]["uid"] != old
+            and phase(pod) == "Running"
+            and pod["spec"].get("nodeName") not in (None, victim)
+        )
+        return pod if ok else None
+
+    pod = until(replaced, f"lost-worker-0 placed again, off {victim}", 120)
+    assert DOMAINS[pod["spec"]["nodeName"]][0] == block
+    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
