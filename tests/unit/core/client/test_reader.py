@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9kjobs.client.reader import ClusterReader, JobRef, training_container
+from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_TRAINING_CONTAINER
 
@@ -127,3 +128,37 @@ def test_the_training_container_is_the_one_the_operator_marked_else_the_first() 
     assert training_container(marked) == "main"
     assert training_container({"metadata": {}, "spec": {"containers": containers}}) == "sidecar"
     assert training_container({"metadata": {}, "spec": {"containers": []}}) is None
+
+
+class WorkloadAnswers:
+    """The API's answer about one Workload, or its refusal."""
+
+    def __init__(self, answer: dict[str, Any] | Exception) -> None:
+        self.answer = answer
+
+    def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/genericjob-ok"
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def test_the_topology_levels_are_the_workloads_and_none_where_it_cannot_be_read(
+    manager: PluginManager,
+) -> None:
+    levels = ["block", "rack", "kubernetes.io/hostname"]
+    admitted = {
+        "status": {
+            "admission": {
+                "podSetAssignments": [
+                    {"name": "worker", "topologyAssignment": {"levels": levels}},
+                    {"name": "launcher", "flavors": {"cpu": "default"}},  # not placed by topology
+                ]
+            }
+        }
+    }
+    reader = ClusterReader(WorkloadAnswers(admitted), manager)  # type: ignore[arg-type]
+    assert reader.topology_levels("ns", "genericjob-ok") == {"worker": levels}
+    refused = WorkloadAnswers(ApiError(403, {"message": "workloads is forbidden"}))
+    reader = ClusterReader(refused, manager)  # type: ignore[arg-type]
+    assert reader.topology_levels("ns", "genericjob-ok") == {}
