@@ -150,6 +150,35 @@ def topology_problem(pods: Sequence[DesiredPod]) -> str | None:
                 )
             if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", group):
                 return f"{where} {ANNOTATION_GROUP} ({group!r}) must be a DNS label"
+    return _group_problem(pods)
+
+
+def _group_problem(pods: Sequence[DesiredPod]) -> str | None:
+    """What Kueue refuses of a `podset-group-name` across replica types
+    (`ValidatePodSetGroupingTopology`): a group is exactly two replica types, one of them of
+    a single pod, asking for the same level the same way."""
+    counts: dict[str, int] = {}
+    asked: dict[str, tuple[str | None, str | None]] = {}
+    groups: dict[str, list[str]] = {}
+    for pod in pods:
+        counts[pod.replica_type] = counts.get(pod.replica_type, 0) + 1
+        said = _annotations(pod)
+        group = said.get(ANNOTATION_GROUP)
+        if group is None or pod.replica_type in asked:
+            continue
+        asked[pod.replica_type] = (said.get(ANNOTATION_REQUIRED), said.get(ANNOTATION_PREFERRED))
+        groups.setdefault(group, []).append(pod.replica_type)
+    for group, types in groups.items():
+        named = f"{ANNOTATION_GROUP} {group} (replica types {', '.join(types)})"
+        if len(types) != 2:
+            return f"{named}: a group is exactly 2 replica types"
+        if counts[types[0]] != 1 and counts[types[1]] != 1:
+            return f"{named}: one of the 2 replica types must have a single replica"
+        if asked[types[0]] != asked[types[1]]:
+            return (
+                f"{named}: both must ask for the same level with the same annotation"
+                f" ({ANNOTATION_REQUIRED} or {ANNOTATION_PREFERRED})"
+            )
     return None
 
 

@@ -186,3 +186,24 @@ def test_what_kueue_would_refuse_is_refused_naming_the_replica_and_annotation(
 ) -> None:
     message = _refused(annotations)
     assert message.startswith("replica type worker") and said in message
+
+
+@pytest.mark.parametrize(
+    ("master", "worker", "said"),
+    [
+        ({REQUIRED: RACK, GROUP: "g"}, {REQUIRED: BLOCK, GROUP: "g"}, "the same level"),
+        ({REQUIRED: RACK, GROUP: "g"}, {REQUIRED: RACK}, "exactly 2 replica types"),
+    ],
+)
+def test_a_group_is_two_replica_types_asking_alike(
+    master: dict[str, str], worker: dict[str, str], said: str
+) -> None:
+    doc = manifest(replica("master"), replica("worker", 3))
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    _annotated(doc, master, 0)
+    _annotated(doc, worker, 1)
+    sim = QueueSim(doc, manager=installed_plugins())
+    p = sim.step()
+    assert p.status.reason == "TopologyRequestInvalid" and not sim.pods()
+    message = sim.condition("Admitted")["message"]
+    assert message.startswith(f"{GROUP} g (replica types master") and said in message
