@@ -292,12 +292,21 @@ class _Describer:
         for pod in sorted(placed, key=rank):
             labels = pod["metadata"].get("labels") or {}
             gates = [g.get("name") for g in pod["spec"].get("schedulingGates") or []]
+            node = pod["spec"].get("nodeName")
+            of_set = levels.get(labels.get(LABEL_PODSET, ""), [])
+            # The node's own labels name every level; the pod's node selector, where the node
+            # cannot be read, those Kueue's ungater wrote (the hostname alone, often).
+            node_labels = self.reader.node_labels(node) if node and of_set else None
+            if node_labels is not None and all(level in node_labels for level in of_set):
+                domain: str | None = "/".join(node_labels[level] for level in of_set)
+            else:
+                domain = domain_of(pod, of_set)
             out.append(
                 {
                     "pod": pod["metadata"]["name"],
                     "rank": labels.get(LABEL_RANK),
-                    "node": pod["spec"].get("nodeName"),
-                    "domain": domain_of(pod, levels.get(labels.get(LABEL_PODSET, ""), [])),
+                    "node": node,
+                    "domain": domain,
                     "gated": GATE in gates,
                 }
             )

@@ -130,20 +130,24 @@ def test_the_training_container_is_the_one_the_operator_marked_else_the_first() 
     assert training_container({"metadata": {}, "spec": {"containers": []}}) is None
 
 
-class WorkloadAnswers:
-    """The API's answer about one Workload, or its refusal."""
+class KueueAnswers:
+    """The API's answers by path: an object, or a refusal."""
 
-    def __init__(self, answer: dict[str, Any] | Exception) -> None:
-        self.answer = answer
+    def __init__(self, answers: dict[str, dict[str, Any] | Exception]) -> None:
+        self.answers = answers
 
     def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
-        assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/genericjob-ok"
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
+        answer = self.answers.get(path, ApiError(404, {"message": "not found"}))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
-def test_the_topology_levels_are_the_workloads_and_none_where_it_cannot_be_read(
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+WORKLOAD = f"{KUEUE}/namespaces/ns/workloads/genericjob-ok"
+
+
+def test_the_topology_levels_are_the_flavors_topologys_and_none_where_they_cannot_be_read(
     manager: PluginManager,
 ) -> None:
     levels = ["block", "rack", "kubernetes.io/hostname"]
@@ -151,14 +155,27 @@ def test_the_topology_levels_are_the_workloads_and_none_where_it_cannot_be_read(
         "status": {
             "admission": {
                 "podSetAssignments": [
-                    {"name": "worker", "topologyAssignment": {"levels": levels}},
+                    # Kueue v0.17 keeps only the lowest level when it is the hostname.
+                    {
+                        "name": "worker",
+                        "flavors": {"nvidia.com/gpu": "h100"},
+                        "topologyAssignment": {"levels": ["kubernetes.io/hostname"]},
+                    },
                     {"name": "launcher", "flavors": {"cpu": "default"}},  # not placed by topology
                 ]
             }
         }
     }
-    reader = ClusterReader(WorkloadAnswers(admitted), manager)  # type: ignore[arg-type]
+    answers: dict[str, dict[str, Any] | Exception] = {
+        WORKLOAD: admitted,
+        f"{KUEUE}/resourceflavors/h100": {"spec": {"topologyName": "fabric"}},
+        f"{KUEUE}/topologies/fabric": {"spec": {"levels": [{"nodeLabel": x} for x in levels]}},
+    }
+    reader = ClusterReader(KueueAnswers(answers), manager)  # type: ignore[arg-type]
     assert reader.topology_levels("ns", "genericjob-ok") == {"worker": levels}
-    refused = WorkloadAnswers(ApiError(403, {"message": "workloads is forbidden"}))
-    reader = ClusterReader(refused, manager)  # type: ignore[arg-type]
+    # The Topology cannot be read: the assignment's own levels.
+    answers[f"{KUEUE}/topologies/fabric"] = ApiError(403, {"message": "forbidden"})
+    assert reader.topology_levels("ns", "genericjob-ok") == {"worker": ["kubernetes.io/hostname"]}
+    # The Workload cannot be read: none.
+    answers[WORKLOAD] = ApiError(403, {"message": "workloads is forbidden"})
     assert reader.topology_levels("ns", "genericjob-ok") == {}
