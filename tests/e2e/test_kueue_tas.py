@@ -12,7 +12,6 @@ in each test's namespace. Jobs' pods take 8 GPUs each, a node each.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -202,6 +201,26 @@ def _workloads(kube: Kube) -> dict[str, Any]:
     return {w["metadata"]["name"]: w for w in items}
 
 
+def _domains(assignment: Any) -> dict[str, int]:
+    """A `topologyAssignment` (v1beta2, compressed in slices) as {lowest level value: pods}."""
+    out: dict[str, int] = {}
+    for piece in assignment["slices"]:
+        size = piece["domainCount"]
+        lowest = piece["valuesPerLevel"][-1]
+        if "universal" in lowest:
+            values = [lowest["universal"]] * size
+        else:
+            found = lowest["individual"]
+            values = [
+                f"{found.get('prefix', '')}{r}{found.get('suffix', '')}" for r in found["roots"]
+            ]
+        counts = piece["podCounts"]
+        each = [counts["universal"]] * size if "universal" in counts else counts["individual"]
+        for value, count in zip(values, each, strict=True):
+            out[value] = out.get(value, 0) + count
+    return out
+
+
 def _check_ungated(pods: dict[str, Any], workload: str) -> None:
     """What the engine put on the pods for Kueue, and what Kueue's ungater made of it."""
     for pod in pods.values():
@@ -221,9 +240,10 @@ def test_16_gpus_that_require_a_rack_land_on_one_rack(kube: Kube, queue: str) ->
     assert len({DOMAINS[p["spec"]["nodeName"]][1] for p in pods.values()}) == 1
     (assignment,) = _workload(kube, "genericjob-rack16")["status"]["admission"]["podSetAssignments"]
     # Kueue's word for where each pod goes (v0.17 keeps only the hostname level when it is
-    # the lowest): the nodes the pods were bound to.
-    said = json.dumps(assignment["topologyAssignment"])
-    assert all(f'"{p["spec"]["nodeName"]}"' in said for p in pods.values()), said
+    # the lowest): a pod on each node the pods were bound to.
+    said = assignment["topologyAssignment"]
+    assert said["levels"][-1] == HOST
+    assert _domains(said) == {p["spec"]["nodeName"]: 1 for p in pods.values()}, said
 
 
 def test_a_deepspeed_job_preferring_a_rack_takes_the_fewest_racks_in_hostfile_order(
