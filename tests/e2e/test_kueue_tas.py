@@ -246,6 +246,35 @@ def test_16_gpus_that_require_a_rack_land_on_one_rack(kube: Kube, queue: str) ->
     assert _domains(said) == {p["spec"]["nodeName"]: 1 for p in pods.values()}, said
 
 
+def _runs(values: list[str]) -> list[str]:
+    """`values` with each run of equal neighbours said once: ranks are contiguous in their
+    domains when no value comes back after another."""
+    return [v for i, v in enumerate(values) if i == 0 or values[i - 1] != v]
+
+
+def test_32_gpus_preferring_a_rack_take_the_fewest_racks_with_ranks_contiguous(
+    kube: Kube, queue: str
+) -> None:
+    """16 pods of 2 GPUs: 2 racks, 4 pods a host, every host and rack holding a run of
+    consecutive ranks. Kueue reads the ranks from `tensorstack.dev/rank`: without them it
+    would hand out slots in the pods' name order (worker-0, worker-1, worker-10, ...)."""
+    doc = _generic("ranks", 16, {PREFERRED: RACK})
+    doc["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {GPU: 2}
+    }
+    kube.create(doc)
+    pods = _placed(kube, "ranks", 16)
+    _check_ungated(pods, "genericjob-ranks")
+    by_rank = sorted(
+        pods.values(), key=lambda p: int(p["metadata"]["labels"]["tensorstack.dev/rank"])
+    )
+    assert [p["metadata"]["name"] for p in by_rank] == [f"ranks-worker-{i}" for i in range(16)]
+    hosts = [p["spec"]["nodeName"] for p in by_rank]
+    racks = [DOMAINS[h][1] for h in hosts]
+    assert len(set(racks)) == 2, racks
+    assert len(_runs(hosts)) == len(set(hosts)) and len(_runs(racks)) == 2, hosts
+
+
 def test_a_deepspeed_job_preferring_a_rack_takes_the_fewest_racks_in_hostfile_order(
     cluster: Any, kube: Kube, queue: str
 ) -> None:
