@@ -147,6 +147,19 @@ def _render_replicas(facts: dict[str, Any]) -> list[str]:
     return out
 
 
+def _render_placement(facts: dict[str, Any]) -> list[str]:
+    """Each pod Kueue placed by topology, by rank (nothing for a job placed otherwise)."""
+    found = facts.get("placement") or []
+    if not found:
+        return []
+    out = ["", "Placement (Kueue topology):", f"  {'RANK':<6}{'POD':<28}{'NODE':<20}DOMAIN"]
+    for p in found:
+        where = "(at Kueue's gate)" if p["gated"] else p["domain"] or "-"
+        node = p["node"] or "-"
+        out.append(_cut(f"  {p['rank'] or '-':<6}{p['pod']:<27.27} {node:<19.19} {where}", ""))
+    return out
+
+
 def _render_recoveries(facts: dict[str, Any], now: datetime) -> list[str]:
     """The newest restarts (`status.restartHistory`); nothing for a job that had none."""
     found = facts.get("recoveries") or []
@@ -210,6 +223,7 @@ def render(facts: dict[str, Any], now: datetime | None = None) -> str:
         *_render_header(facts, now),
         *_render_conditions(facts, now),
         *_render_replicas(facts),
+        *_render_placement(facts),
         *_render_recoveries(facts, now),
         *_render_launch(facts),
         *_render_cleanup(facts),

@@ -27,6 +27,7 @@ from t9kjobs.kube.transport import ApiError
 from t9kjobs.models import Job
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, DesiredPod, Obj, find_container, replica_id
 from t9kjobs.planner.conditions import parse_time
+from t9kjobs.planner.topology import ANNOTATION_WORKLOAD, GATE, LABEL_PODSET, LABEL_RANK, domain_of
 
 __all__ = ["EVENTS", "LOG_LINES", "RECOVERIES", "describe", "seconds_since"]
 
@@ -269,6 +270,48 @@ class _Describer:
                 return {"configMap": cm["metadata"]["name"], "text": text}
         return None
 
+    def placement(self) -> list[dict[str, Any]]:
+        """Where Kueue's Topology-Aware Scheduling put each pod it placed (docs/scheduling.md,
+        "Topology-aware placement"), by rank: its node and its domain (the Topology's level
+        values, `/`-joined), or that it still waits at Kueue's gate."""
+        placed = [
+            p
+            for p in self.pods.values()
+            if ANNOTATION_WORKLOAD in (p["metadata"].get("annotations") or {})
+        ]
+        if not placed:
+            return []
+        workload = placed[0]["metadata"]["annotations"][ANNOTATION_WORKLOAD]
+        levels = self.reader.topology_levels(self.ref.namespace, workload)
+
+        def rank(pod: Obj) -> tuple[int, str]:
+            said = (pod["metadata"].get("labels") or {}).get(LABEL_RANK, "")
+            return (int(said) if said.isdigit() else -1, pod["metadata"]["name"])
+
+        out = []
+        for pod in sorted(placed, key=rank):
+            labels = pod["metadata"].get("labels") or {}
+            gates = [g.get("name") for g in pod["spec"].get("schedulingGates") or []]
+            node = pod["spec"].get("nodeName")
+            of_set = levels.get(labels.get(LABEL_PODSET, ""), [])
+            # The node's own labels name every level; the pod's node selector, where the node
+            # cannot be read, those Kueue's ungater wrote (the hostname alone, often).
+            node_labels = self.reader.node_labels(node) if node and of_set else None
+            if node_labels is not None and all(level in node_labels for level in of_set):
+                domain: str | None = "/".join(node_labels[level] for level in of_set)
+            else:
+                domain = domain_of(pod, of_set)
+            out.append(
+                {
+                    "pod": pod["metadata"]["name"],
+                    "rank": labels.get(LABEL_RANK),
+                    "node": node,
+                    "domain": domain,
+                    "gated": GATE in gates,
+                }
+            )
+        return out
+
     def cleanup(self) -> dict[str, Any]:
         policy = keeps = None
         if self.job is not None:
@@ -314,6 +357,7 @@ def describe(reader: ClusterReader, ref: JobRef, now: datetime | None = None) ->
         "progress": d.progress(),
         "conditions": d.conditions(),
         "replicas": d.replicas(),
+        "placement": d.placement(),
         "recoveries": d.recoveries(),
         "launchCommands": d.launch_commands(),
         "hostfile": d.hostfile(),

@@ -173,6 +173,48 @@ class ClusterReader:
             return _SIMULATED_NODE in ((got.get("metadata") or {}).get("annotations") or {})
         return False
 
+    def topology_levels(self, namespace: str, workload: str) -> dict[str, list[str]]:
+        """The Topology levels each podSet of the Workload was placed by: its flavor's Topology
+        (`topologyName`), else the levels of its `topologyAssignment` (Kueue v0.17 keeps only
+        the lowest there when it is the hostname). None where the Workload cannot be read (no
+        right on Workloads, gone, not admitted yet)."""
+        kueue = "/apis/kueue.x-k8s.io/v1beta2"
+        with contextlib.suppress(ApiError, *UNREACHABLE):
+            got = self.transport.request(
+                "GET", f"{kueue}/namespaces/{namespace}/workloads/{workload}"
+            )
+            admission = (got.get("status") or {}).get("admission") or {}
+            out = {}
+            for a in admission.get("podSetAssignments") or []:
+                levels = (a.get("topologyAssignment") or {}).get("levels")
+                if not levels:
+                    continue
+                flavors = sorted({str(f) for f in (a.get("flavors") or {}).values()})
+                full = next(filter(None, (self._flavor_levels(kueue, f) for f in flavors)), None)
+                out[str(a.get("name"))] = full or [str(level) for level in levels]
+            return out
+        return {}
+
+    def _flavor_levels(self, kueue: str, flavor: str) -> list[str] | None:
+        """The levels of the Topology a ResourceFlavor names; None where it names none or
+        either cannot be read."""
+        with contextlib.suppress(ApiError, *UNREACHABLE):
+            found = self.transport.request("GET", f"{kueue}/resourceflavors/{flavor}")
+            name = (found.get("spec") or {}).get("topologyName")
+            if not name:
+                return None
+            topology = self.transport.request("GET", f"{kueue}/topologies/{name}")
+            levels = (topology.get("spec") or {}).get("levels") or []
+            return [str(level["nodeLabel"]) for level in levels]
+        return None
+
+    def node_labels(self, name: str) -> dict[str, str] | None:
+        """A node's labels; None where it cannot be read (no right on nodes, gone)."""
+        with contextlib.suppress(ApiError, *UNREACHABLE):
+            got = self.transport.request("GET", f"/api/v1/nodes/{name}")
+            return dict((got.get("metadata") or {}).get("labels") or {})
+        return None
+
     def config_maps(self, ref: JobRef, uid: str) -> list[Obj]:
         """The ConfigMaps of the job `ref` names, `uid` its uid."""
         return self._owned("ConfigMap", ref, uid)

@@ -27,6 +27,7 @@ from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
 from t9kjobs.planner.rules import kueue_rule
 from t9kjobs.planner.situation import Changes
 from t9kjobs.planner.status import shown_deleted
+from t9kjobs.planner.topology import topology_admitted
 from t9kjobs.planner.types import Event, Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     WORKLOAD,
@@ -332,8 +333,10 @@ def _finished(workloads: Sequence[Obj], status: JobStatus, ts: str) -> tuple[Obj
 
 
 def _with_flavors(pods: Sequence[DesiredPod], workload: Obj, kueue: Kueue) -> str | None:
-    """Give each pod the node labels and tolerations of the flavors assigned to its podSet;
-    what is missing when a flavor is not known here yet (None when all are)."""
+    """Give each pod the node labels and tolerations of the flavors assigned to its podSet, and,
+    where Kueue placed it by topology, its ungater's gate, labels and annotations
+    (`t9kjobs.planner.topology`); what is missing when a flavor is not known here yet (None
+    when all are)."""
     assignments = {
         str(a.get("name")): a
         for a in (workload.get("status") or {}).get("admission", {}).get("podSetAssignments") or []
@@ -358,4 +361,5 @@ def _with_flavors(pods: Sequence[DesiredPod], workload: Obj, kueue: Kueue) -> st
                     tolerations.append(toleration)
             if tolerations:
                 spec["tolerations"] = tolerations
+    topology_admitted(pods, workload, {p.name: pod_set_name(p.replica_type) for p in pods})
     return None

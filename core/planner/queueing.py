@@ -65,6 +65,7 @@ from t9kjobs.messages import path_of
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.kueue_policy import KueuePolicy
+from t9kjobs.planner.topology import TOPOLOGY_PROBLEM, topology_problem
 from t9kjobs.planner.types import Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     KUEUE_API_VERSION,
@@ -174,6 +175,11 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
     problem = _not_counted(pods, policy)
     if problem is not None:
         return _refused(NOT_COUNTED, problem, queue)
+    problem = topology_problem(pods)
+    if problem is not None:
+        return _refused(
+            TOPOLOGY_PROBLEM, f"{problem}: the job is not queued, and no pod is created", queue
+        )
     priority = workload_priority(job, pods, kueue or Kueue())
     if isinstance(priority, str):
         # A Workload made before its class went keeps what it was made with.

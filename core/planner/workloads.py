@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod, owner_labels, owner_reference
+from t9kjobs.planner.topology import topology_request
 from t9kjobs.planner.types import Kueue
 from t9kjobs.vocabulary import Obj
 
@@ -146,6 +147,9 @@ def _pod_sets(pods: Sequence[DesiredPod]) -> list[Obj]:
         if spec.get("resourceClaims"):
             template["resourceClaims"] = spec["resourceClaims"]  # counted: `queueing._not_counted`
         sets[name] = {"name": name, "count": 1, "template": {"spec": template}}
+        request = topology_request(pod)  # placed in a Topology's domains by rank: its docstring
+        if request is not None:
+            sets[name]["topologyRequest"] = request
     return list(sets.values())
 
 

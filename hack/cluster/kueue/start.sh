@@ -13,6 +13,8 @@
 #   has that directory; the host's /etc is not touched.
 # - The on-demand visibility API is off (VisibilityOnDemand: its server wants another
 #   certificate, and nothing here uses it).
+# - Topology-Aware Scheduling on (beta, the default in v0.17): a ResourceFlavor with a
+#   topologyName places a Workload's pods in a Topology's domains (docs/scheduling.md).
 # - The integrations: no built-in one (it manages no pods, Jobs or Deployments here), and our
 #   kinds as external frameworks: T9KJOBS_KUEUE_FRAMEWORKS (Kind.version.group, commas), else
 #   the installed plugins' kinds (`t9kjobs plugins --kueue-frameworks`).
@@ -76,6 +78,8 @@ integrations:
   externalFrameworks: [$(sed 's/,/, /g' <<<"$frameworks")]
 featureGates:
   VisibilityOnDemand: false
+  # Beta and on by default in v0.17; said here because tests/e2e/test_kueue_tas.py needs it.
+  TopologyAwareScheduling: true
 YAML
 
 "$KUEUE_PY" "$CLUSTER_HACK_DIR/kueue/manifests.py" crds "$KUEUE_DIR/config/crd" >"$K/crds.json"

@@ -261,6 +261,20 @@ def test_describe_text_says_why_a_job_waits_in_its_queue() -> None:
     assert lines[admitted + 1].strip() == why
 
 
+def test_describe_text_shows_where_kueue_placed_each_rank() -> None:
+    placement = [
+        {"pod": "ds-worker-0", "rank": "0", "node": "tas-2", "domain": "b0/b0-r1/tas-2",
+         "gated": False},
+        {"pod": "ds-worker-1", "rank": "1", "node": None, "domain": None, "gated": True},
+    ]  # fmt: skip
+    lines = render(_facts(placement=placement), NOW).splitlines()
+    at = lines.index("Placement (Kueue topology):")
+    assert lines[at + 2].split() == ["0", "ds-worker-0", "tas-2", "b0/b0-r1/tas-2"]
+    assert lines[at + 3].split()[:3] == ["1", "ds-worker-1", "-"]
+    assert lines[at + 3].endswith("(at Kueue's gate)")
+    assert "Placement (Kueue topology):" not in render(_facts(), NOW)
+
+
 def test_version_lists_bundled_and_third_party_plugins(manager: PluginManager) -> None:
     text = version_text(manager).splitlines()
     ours = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9kjobs.client.reader import ClusterReader, JobRef, training_container
+from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
 from t9kjobs.objects import ANNOTATION_TRAINING_CONTAINER
 
@@ -127,3 +128,54 @@ def test_the_training_container_is_the_one_the_operator_marked_else_the_first() 
     assert training_container(marked) == "main"
     assert training_container({"metadata": {}, "spec": {"containers": containers}}) == "sidecar"
     assert training_container({"metadata": {}, "spec": {"containers": []}}) is None
+
+
+class KueueAnswers:
+    """The API's answers by path: an object, or a refusal."""
+
+    def __init__(self, answers: dict[str, dict[str, Any] | Exception]) -> None:
+        self.answers = answers
+
+    def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        answer = self.answers.get(path, ApiError(404, {"message": "not found"}))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+WORKLOAD = f"{KUEUE}/namespaces/ns/workloads/genericjob-ok"
+
+
+def test_the_topology_levels_are_the_flavors_topologys_and_none_where_they_cannot_be_read(
+    manager: PluginManager,
+) -> None:
+    levels = ["block", "rack", "kubernetes.io/hostname"]
+    admitted = {
+        "status": {
+            "admission": {
+                "podSetAssignments": [
+                    # Kueue v0.17 keeps only the lowest level when it is the hostname.
+                    {
+                        "name": "worker",
+                        "flavors": {"nvidia.com/gpu": "h100"},
+                        "topologyAssignment": {"levels": ["kubernetes.io/hostname"]},
+                    },
+                    {"name": "launcher", "flavors": {"cpu": "default"}},  # not placed by topology
+                ]
+            }
+        }
+    }
+    answers: dict[str, dict[str, Any] | Exception] = {
+        WORKLOAD: admitted,
+        f"{KUEUE}/resourceflavors/h100": {"spec": {"topologyName": "fabric"}},
+        f"{KUEUE}/topologies/fabric": {"spec": {"levels": [{"nodeLabel": x} for x in levels]}},
+    }
+    reader = ClusterReader(KueueAnswers(answers), manager)  # type: ignore[arg-type]
+    assert reader.topology_levels("ns", "genericjob-ok") == {"worker": levels}
+    # The Topology cannot be read: the assignment's own levels.
+    answers[f"{KUEUE}/topologies/fabric"] = ApiError(403, {"message": "forbidden"})
+    assert reader.topology_levels("ns", "genericjob-ok") == {"worker": ["kubernetes.io/hostname"]}
+    # The Workload cannot be read: none.
+    answers[WORKLOAD] = ApiError(403, {"message": "workloads is forbidden"})
+    assert reader.topology_levels("ns", "genericjob-ok") == {}
