@@ -13,8 +13,9 @@ Service selects every replica). It dispatches on the object's kind to the loaded
 third-party kind is judged by its own plugin as in `validate`.
 
 HTTPS only (the API server calls webhooks over TLS): the certificate and key are read from
-`tls.crt` and `tls.key` of a directory, as controller-runtime names them, and the TLS handshake
-runs in the connection's own thread, so a slow or silent client holds up no other request.
+`tls.crt` and `tls.key` of a directory, as controller-runtime names them, and read again when
+they change (a Secret mounted there is renewed in place); the TLS handshake runs in the
+connection's own thread, so a slow or silent client holds up no other request.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ def _verdict(request: Obj, manager: PluginManager) -> dict[str, Any]:
         return _denial(422, "Invalid", f"{kind}.{API_GROUP} {name!r} is invalid: {said}")
     answer: dict[str, Any] = {"allowed": True}
     if warnings:
-        answer["warnings"] = [" ".join(str(w).split())[:MAX_WARNING] for w in warnings]
+        # kubectl says "Warning:" before each: the path and message, as validate words them.
+        said = (f"{w.path}: {w.message}" for w in warnings)
+        answer["warnings"] = [" ".join(w.split())[:MAX_WARNING] for w in said]
     return answer
 
 
@@ -111,16 +114,32 @@ def review(body: bytes, manager: PluginManager) -> dict[str, Any]:
 
 
 class WebhookServer(ThreadingHTTPServer):
-    """A threading HTTP server whose connections are TLS, each handshaken in its own thread."""
+    """A threading HTTP server whose connections are TLS, each handshaken in its own thread
+    with the certificate of `cert_dir` as it is now."""
 
     daemon_threads = True
 
-    def __init__(
-        self, address: tuple[str, int], context: ssl.SSLContext, manager: PluginManager
-    ) -> None:
-        self.context = context
+    def __init__(self, address: tuple[str, int], cert_dir: str, manager: PluginManager) -> None:
+        self.cert_dir = cert_dir
         self.manager = manager
+        self._lock = threading.Lock()
+        self._version = _version(cert_dir)
+        self._context = tls_context(cert_dir)
         super().__init__(address, _Handler)
+
+    @property
+    def context(self) -> ssl.SSLContext:
+        """The TLS context, made again when the files changed; the last good one while the new
+        files do not make one (a renewal half written), said in the log."""
+        with self._lock:
+            try:
+                version = _version(self.cert_dir)
+                if version != self._version:
+                    self._context, self._version = tls_context(self.cert_dir), version
+                    log.info("webhook: certificate of %s read again", self.cert_dir)
+            except (OSError, ssl.SSLError) as exc:
+                log.warning("webhook: keeping the last certificate: %s", exc)
+            return self._context
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """Runs in the connection's thread: the TLS handshake first (a failed one is the
@@ -171,6 +190,14 @@ def tls_context(cert_dir: str) -> ssl.SSLContext:
     return context
 
 
+def _version(cert_dir: str) -> tuple[int, int]:
+    """When the certificate and key last changed (through the Secret volume's symlinks)."""
+    return (
+        os.stat(os.path.join(cert_dir, CERT_FILE)).st_mtime_ns,
+        os.stat(os.path.join(cert_dir, KEY_FILE)).st_mtime_ns,
+    )
+
+
 def serve_webhook(address: str, cert_dir: str, manager: PluginManager) -> WebhookServer | None:
     """Serve the webhook at `address` (`host:port`, `:port`; port 0: off) in a daemon thread.
 
@@ -179,6 +206,6 @@ def serve_webhook(address: str, cert_dir: str, manager: PluginManager) -> Webhoo
     host, port = parse_address(address)
     if port == 0:
         return None
-    server = WebhookServer((host, port), tls_context(cert_dir), manager)
+    server = WebhookServer((host, port), cert_dir, manager)
     threading.Thread(target=server.serve_forever, name=f"webhook-{port}", daemon=True).start()
     return server

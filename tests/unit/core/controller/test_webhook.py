@@ -64,8 +64,9 @@ def test_warnings_go_back_as_admission_warnings(manager: PluginManager) -> None:
     job = {**_example("genericjob/mlp-cpu.yaml"), "status": {"phase": "Running"}}
     response = review(_review(job), manager)["response"]
     assert response["allowed"] is True
-    assert response["warnings"] == [str(w) for w in judge(job, manager).warnings]
-    assert response["warnings"][0].startswith("warning: status: ignored")
+    said = [f"{w.path}: {w.message}" for w in judge(job, manager).warnings]
+    assert said and response["warnings"] == said
+    assert response["warnings"][0].startswith("status: ignored: the API server drops")
 
 
 def test_a_job_nested_too_deep_is_refused_with_its_path_not_a_crash(
@@ -186,3 +187,21 @@ def test_port_0_is_off_and_each_reason_it_cannot_serve_is_a_startup_error(
         for address, cert_dir, said in cases:
             with pytest.raises(StartupError, match=said):
                 listen_webhook(address, cert_dir, manager)
+
+
+def test_a_renewed_certificate_is_served_without_a_restart(
+    manager: PluginManager, tmp_path: Path
+) -> None:
+    old_ca = write_certificate(tmp_path)
+    server = serve_webhook(f"127.0.0.1:{free_port()}", str(tmp_path), manager)
+    assert server is not None
+    try:
+        job = _example("genericjob/mlp-cpu.yaml")
+        assert _post(server, old_ca, _review(job))["response"]["allowed"] is True
+        new_ca = write_certificate(tmp_path)  # as the kubelet renews a mounted Secret
+        assert _post(server, new_ca, _review(job))["response"]["allowed"] is True
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+            _post(server, old_ca, _review(job))
+    finally:
+        server.shutdown()
+        server.server_close()
