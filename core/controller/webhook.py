@@ -77,7 +77,7 @@ def _verdict(request: Obj, manager: PluginManager) -> dict[str, Any]:
     name = (obj.get("metadata") or {}).get("name") or request.get("name") or ""
     if errors:
         said = "; ".join(str(p) for p in errors)
-        return _denial(422, "Invalid", f"{kind}.{API_GROUP} {name!r} is invalid: {said}")
+        return _denial(422, "Invalid", f'{kind}.{API_GROUP} "{name}" is invalid: {said}')
     answer: dict[str, Any] = {"allowed": True}
     if warnings:
         # kubectl says "Warning:" before each: the path and message, as validate words them.

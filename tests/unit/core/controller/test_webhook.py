@@ -55,7 +55,7 @@ def test_a_refusal_is_validates_own_in_the_same_words(manager: PluginManager) ->
     assert errors and response["allowed"] is False
     assert response["status"]["code"] == 422 and response["status"]["reason"] == "Invalid"
     message = response["status"]["message"]
-    assert message.startswith("GenericJob.batch.tensorstack.dev 'unknown-rule-type' is invalid")
+    assert message.startswith('GenericJob.batch.tensorstack.dev "unknown-rule-type" is invalid')
     assert all(str(p) in message for p in errors), message
     assert "spec.successRules[0].chief" in message
 
