@@ -161,14 +161,19 @@ class _Handler(BaseHTTPRequestHandler):
     server: WebhookServer
 
     def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY:
+            self.close_connection = True  # the body is not read: nothing more on this one
+            self._send(413, b"an AdmissionReview of 1 byte to 8 MiB\n", "text/plain")
+            return
+        body = self.rfile.read(length)  # read whatever the path: the connection stays usable
         if self.path.partition("?")[0] != PATH:
             self._send(404, b"not found\n", "text/plain")
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_BODY:
-            self._send(413, b"an AdmissionReview of 1 byte to 8 MiB\n", "text/plain")
-            return
-        answer = review(self.rfile.read(length), self.server.manager)
+        answer = review(body, self.server.manager)
         self._send(200, json.dumps(answer).encode(), "application/json")
 
     def _send(self, code: int, body: bytes, content_type: str) -> None:
