@@ -11,6 +11,7 @@ that stops the operator must not find every creation refused."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class Operators:
         self.current = self.start()
         if self.webhook is not None:
             self.set_failure_policy(self.webhook["webhooks"][0]["failurePolicy"])
+            self.wait_webhook()
 
     def start(self) -> OperatorProcess:
         self.started += 1
@@ -111,10 +113,26 @@ class Operators:
         self.start()
 
     def set_failure_policy(self, policy: FailurePolicy) -> None:
-        """Register the module's webhook configuration with `policy` (Fail, Ignore)."""
+        """Register the module's webhook configuration with `policy` (Fail, Ignore). The API
+        server takes a moment to use a new configuration: a test that needs it in force waits
+        for its effect."""
         assert self.webhook is not None, "the module sets no WEBHOOK"
         self.webhook["webhooks"][0]["failurePolicy"] = policy
         register_webhook(self.cluster.kubectl_path, self.cluster.kubeconfig, self.webhook)
+
+    def wait_webhook(self, timeout: float = 30) -> None:
+        """Until the API server calls the webhook: a dry run of a job only the webhook
+        refuses (a success rule naming a replica type the job lacks) is refused by it."""
+        invalid = REPO / "examples/genericjob/invalid/rule-names-unknown-type.yaml"
+        deadline = time.monotonic() + timeout
+        while True:
+            tried = self.cluster.kubectl(
+                "create", "--dry-run=server", "-n", "default", "-f", str(invalid), check=False
+            )
+            if "denied the request" in tried.stderr:
+                return
+            assert time.monotonic() < deadline, f"the webhook is not called: {tried.stderr}"
+            time.sleep(0.5)
 
     def close(self) -> None:
         """The operator stopped and its webhook configuration removed."""

@@ -159,6 +159,9 @@ class WebhookServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: WebhookServer
+    # Keep-alive: the API server sends its next review on the same connection, without a new
+    # TLS handshake (every answer has its Content-Length).
+    protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
         try:

@@ -26,7 +26,7 @@ import yaml
 
 from t9kjobs.testing.harness.simulation import simulate
 from tests.cluster import Cluster
-from tests.e2e.jobs import Kube, condition
+from tests.e2e.jobs import Kube, condition, until
 from tests.operators import REPO, Operators
 
 WEBHOOK = "Fail"
@@ -126,11 +126,15 @@ def test_under_ignore_the_operator_fails_after_admission_what_it_could_not_refus
     cluster: Cluster, namespace: str, operators: Operators
 ) -> None:
     doc = yaml.safe_load(INVALID.read_text())
-    operators.set_failure_policy("Ignore")
     operators.current.stop()
+    operators.set_failure_policy("Ignore")
     try:
-        admitted = _create(cluster, namespace, doc)
-        assert admitted.returncode == 0, admitted.stderr
+        # Refused until the API server uses the new configuration, then admitted.
+        until(
+            lambda: _create(cluster, namespace, doc).returncode == 0,
+            "the job admitted under Ignore",
+            timeout=30,
+        )
     finally:
         operators.start()
         operators.set_failure_policy("Fail")
