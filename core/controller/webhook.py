@@ -73,7 +73,8 @@ def _verdict(request: Obj, manager: PluginManager) -> dict[str, Any]:
         # Not ours to judge (a kind of the group no plugin here serves, a DELETE): the
         # webhook's rules send neither, and refusing them would block what it cannot judge.
         return {"allowed": True}
-    errors, warnings = judge(obj, manager)[1:]
+    verdict = judge(obj, manager)
+    errors, warnings = verdict.errors, verdict.warnings
     name = (obj.get("metadata") or {}).get("name") or request.get("name") or ""
     if errors:
         said = "; ".join(str(p) for p in errors)

@@ -12,6 +12,8 @@ The webhook is registered as the chart registers it (rules, match conditions, fa
   "failed calling webhook"; a label change and a deletion are not (the match conditions).
 * Operator stopped, `Ignore`: the invalid job is admitted, and the operator, back, fails it
   (`InvalidSpec`, naming the field): the verdict after admission of today.
+* A queued job valid at admission whose pods the API server refuses fails before its Workload
+  is made (Kueue beside the cluster).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tests.operators import REPO, Operators
 WEBHOOK = "Fail"
 
 EXAMPLES = REPO / "examples"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 INVALID = EXAMPLES / "genericjob/invalid/rule-names-unknown-type.yaml"
 
 
@@ -142,3 +145,25 @@ def test_under_ignore_the_operator_fails_after_admission_what_it_could_not_refus
     reason = condition(failed, "Failed")
     assert reason["reason"] == "InvalidSpec", reason
     assert "spec.successRules[0].chief" in reason["message"], reason
+
+
+def test_a_queued_job_whose_pods_the_api_server_refuses_fails_before_its_workload(
+    cluster: Cluster, namespace: str, operators: Operators
+) -> None:
+    """What validate cannot know, a pod the API server refuses (a GPU count that is not a
+    whole number), is found by the dry run of the queued job's children: the job fails before
+    its Workload is made, so Kueue never admits it nor reserves quota for it."""
+    kube = Kube(cluster, namespace)
+    served = kube.http.request("GET", KUEUE).get("resources") or []
+    assert any(r["name"] == "workloads" for r in served), "Kueue does not run beside the cluster"
+    job = simulate(yaml.safe_load((EXAMPLES / "genericjob/mlp-cpu.yaml").read_text()))
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"nvidia.com/gpu": 0.5}}
+    created = _create(cluster, namespace, job)
+    assert created.returncode == 0, created.stderr  # validate has nothing against it
+    failed = kube.wait_phase(job, "Failed", timeout=60)
+    reason = condition(failed, "Failed")
+    assert reason["reason"] == "ChildRejected" and "nvidia.com/gpu" in reason["message"], reason
+    workloads = kube.http.request("GET", f"{KUEUE}/namespaces/{namespace}/workloads")
+    assert workloads["items"] == []
