@@ -1,5 +1,6 @@
 """The admission webhook answers as `t9kjobs validate` does (#52): the same refusals in the same
-words, warnings as admission warnings, what is not ours let through; over TLS, each connection's
+words, warnings as admission warnings, a third party's kind by its own plugin, what is not ours
+let through; over TLS, each connection's
 handshake in its own thread; and an operator that cannot serve it says why and exits 2."""
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import yaml
 from t9kjobs.controller import webhook
 from t9kjobs.controller.startup import StartupError, listen_webhook
 from t9kjobs.controller.webhook import WebhookServer, review, serve_webhook
+from t9kjobs.hooks import hookimpl
+from t9kjobs.kinds import Problem
 from t9kjobs.loading import judge
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.testing.harness import webhook as harness_webhook
 from t9kjobs.testing.harness.process import free_port
 from t9kjobs.testing.harness.webhook import write_certificate
+from tests.unit.core.planner.tinyjob import TinyJobSpec, TinyPlugin, tiny_job
 
 EXAMPLES = Path(__file__).parents[4] / "examples"
 
@@ -205,3 +209,23 @@ def test_a_renewed_certificate_is_served_without_a_restart(
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Picky(TinyPlugin):
+    """A third party's kind with a check of its own: at most 3 workers."""
+
+    @hookimpl
+    def t9kjobs_validate(self, job: Any) -> list[Problem]:
+        count = sum(rs.replicas for rs in job.spec_as(TinyJobSpec).replica_specs)
+        return (
+            [Problem("spec.replicaSpecs", f"{count} workers; TinyJob takes 3")] if count > 3 else []
+        )
+
+
+def test_a_third_party_kind_is_judged_by_its_own_plugin() -> None:
+    picky = PluginManager()
+    picky.register(_Picky(), "picky")
+    response = review(_review(tiny_job(replicas=5)), picky)["response"]
+    assert response["allowed"] is False
+    assert "spec.replicaSpecs: 5 workers; TinyJob takes 3" in response["status"]["message"]
+    assert review(_review(tiny_job(replicas=2)), picky)["response"]["allowed"] is True
