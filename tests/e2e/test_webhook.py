@@ -112,7 +112,7 @@ def test_while_no_replica_serves_fail_refuses_creations_and_spec_changes_only(
         assert refused.returncode != 0 and "failed calling webhook" in refused.stderr, (
             refused.stderr
         )
-        patch = json.dumps({"spec": {"runPolicy": {"cleanUpPolicy": "All"}}})
+        patch = json.dumps({"spec": {"failureRules": [{"master": [0]}]}})  # a valid change
         changed = cluster.kubectl(
             "patch", name, "-n", namespace, "--type=merge", "-p", patch, check=False
         )
