@@ -82,8 +82,8 @@ def _verdict(request: Obj, manager: PluginManager) -> dict[str, Any]:
     answer: dict[str, Any] = {"allowed": True}
     if warnings:
         # kubectl says "Warning:" before each: the path and message, as validate words them.
-        said = (f"{w.path}: {w.message}" for w in warnings)
-        answer["warnings"] = [" ".join(w.split())[:MAX_WARNING] for w in said]
+        lines = (f"{w.path}: {w.message}" for w in warnings)
+        answer["warnings"] = [" ".join(line.split())[:MAX_WARNING] for line in lines]
     return answer
 
 
