@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,9 +31,11 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_OBJECT_BYTES",
     "JobError",
+    "Judgement",
     "Unreadable",
     "check_job",
     "depth_problem",
+    "judge",
     "load_documents",
     "load_job",
     "parse_job",
@@ -270,3 +272,31 @@ def submitted(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     dropped = {k: v for k, v in manifest.items() if k != "status"}
     note = "ignored: the API server drops a submitted status; the operator writes it"
     return dropped, [Problem("status", note, "warning")]
+
+
+class Judgement(NamedTuple):
+    """A submitted job's verdict: the typed job when it is valid, its errors, its warnings."""
+
+    job: Job | None
+    errors: list[Problem]
+    warnings: list[Problem]
+
+
+def judge(manifest: dict[str, Any], manager: PluginManager) -> Judgement:
+    """The one verdict on a submitted job, every problem with its field path.
+
+    `t9kjobs validate` and the admission webhook (`t9kjobs.controller.webhook`) both call this,
+    so a job refused by one is refused by the other in the same words; the operator applies the
+    same `parse_job` and `check_job` to the stored job. A plugin's check that raises is an error
+    naming the kind, never a traceback: a job whose checks crash is not admitted."""
+    try:
+        manifest, ignored = submitted(manifest)
+        job, warnings = load_job(manifest, manager)
+    except JobError as exc:
+        return Judgement(None, exc.problems, [])
+    except Exception as exc:
+        kind = manifest.get("kind")
+        return Judgement(
+            None, [Problem("spec", f"internal error in the checks of {kind}: {exc!r}")], []
+        )
+    return Judgement(job, [], ignored + warnings)

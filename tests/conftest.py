@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.operators import OperatorProcess, Operators, install_crds
+from tests.operators import OperatorProcess, Operators, install_crds, remove_test_webhooks
 
 _TIERS: defaultdict[str, float] = defaultdict(float)
 _COUNTS: defaultdict[str, int] = defaultdict(int)
@@ -60,17 +60,26 @@ def operators(
     request: pytest.FixtureRequest,
 ) -> Iterator[Operators]:
     """The CRDs installed and one operator watching every namespace, for the tests of a module,
-    with the module's `OPERATOR_ARGS` if it has any; restartable (`kill`, `restart`)."""
+    with the module's `OPERATOR_ARGS` if it has any; restartable (`kill`, `restart`). With the
+    module's `WEBHOOK` (Fail or Ignore), it serves admission too (tests/operators.py)."""
     install_crds(cluster)
+    remove_test_webhooks(cluster)  # what a killed run left would refuse every job
     args = tuple(getattr(request.module, "OPERATOR_ARGS", ()))
-    ops = Operators(cluster, tmp_path_factory.mktemp("operator"), args, before_operator)
+    policy = getattr(request.module, "WEBHOOK", None)
+    webhook = None if policy is None else (_webhook_name(request.module.__name__), policy)
+    ops = Operators(cluster, tmp_path_factory.mktemp("operator"), args, before_operator, webhook)
     try:
         yield ops
     finally:
-        ops.current.stop()
+        ops.close()
 
 
 @pytest.fixture(scope="module")
 def operator(operators: Operators) -> OperatorProcess:
     """The module's operator, for modules that never restart it."""
     return operators.current
+
+
+def _webhook_name(module: str) -> str:
+    """`tests.e2e.test_webhook` -> `t9k-jobs-test-tests.e2e.test-webhook` (a DNS subdomain)."""
+    return "t9k-jobs-test-" + module.replace("_", "-").lower()

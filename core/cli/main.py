@@ -25,7 +25,7 @@ from t9kjobs.cli.operator import add_operator_parser
 from t9kjobs.cli.plugin_options import add_plugin_options, configure_plugins
 from t9kjobs.cli.version import version_text
 from t9kjobs.client.errors import ClientError
-from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, submitted
+from t9kjobs.loading import JobError, Unreadable, judge, load_documents
 from t9kjobs.manager import PluginError, PluginManager, load_plugins
 from t9kjobs.models import API_GROUP, API_VERSION, Job
 from t9kjobs.render import render_job
@@ -56,24 +56,12 @@ def _documents(path: str) -> list[dict[str, Any]]:
 
 
 def _checked(where: str, doc: dict[str, Any], manager: PluginManager) -> Job | None:
-    """The job of one document, its warnings and errors printed with `where` in front."""
-    try:
-        doc, ignored = submitted(doc)
-        job, warnings = load_job(doc, manager)
-        warnings = ignored + warnings
-    except JobError as exc:
-        for p in exc.problems:
-            print(f"{where}: {p}", file=sys.stderr)
-        return None
-    except Exception as exc:  # a plugin's check failed: say which, never a traceback
-        print(
-            f"{where}: spec: internal error in the checks of {doc.get('kind')}: {exc!r}",
-            file=sys.stderr,
-        )
-        return None
-    for w in warnings:
-        print(f"{where}: {w}", file=sys.stderr)
-    return job
+    """The job of one document, its warnings and errors printed with `where` in front: the
+    verdict of `judge`, the admission webhook's too."""
+    verdict = judge(doc, manager)
+    for p in verdict.errors or verdict.warnings:
+        print(f"{where}: {p}", file=sys.stderr)
+    return verdict.job
 
 
 def _cmd_plugins(args: argparse.Namespace, manager: PluginManager) -> int:

@@ -40,6 +40,8 @@ def _run(args: argparse.Namespace, manager: PluginManager) -> int:
         leader_election_id=args.leader_election_id,
         metrics_address=args.metrics_bind_address,
         health_address=args.health_probe_bind_address,
+        webhook_address=args.webhook_bind_address,
+        webhook_cert_dir=args.webhook_cert_dir,
         identity=args.identity,
         discovery_interval=args.discovery_interval,
         resync_period=args.resync_period,
@@ -128,6 +130,18 @@ def add_operator_parser(
         "--health-probe-bind-address",
         default="127.0.0.1:8081",
         help="address of /healthz and /readyz (host:port; port 0 disables)",
+    )
+    p.add_argument(
+        "--webhook-bind-address",
+        default="0",
+        help="address of the validating admission webhook, HTTPS at /validate (host:port;"
+        " :port for all interfaces; default 0: off); every replica serves it (docs/install.md)",
+    )
+    p.add_argument(
+        "--webhook-cert-dir",
+        default="",
+        metavar="DIR",
+        help="the webhook's TLS certificate and key: DIR/tls.crt and DIR/tls.key",
     )
     p.add_argument(
         "--discovery-interval",

@@ -12,7 +12,7 @@ pod is created: ownership before use. A refusal the same request would get again
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
 from t9kjobs.controller.cache import Cache
@@ -55,6 +55,20 @@ class Applier:
         body["status"] = status
         path = cache.job_resources[key.kind].path(key.namespace, key.name, "status")
         cache.record(key.kind, self.api.request("PUT", path, body=body))
+
+    def probe(self, cache: Cache, namespace: str, objs: Sequence[Obj]) -> None:
+        """Submit `objs` as a dry run (`Plan.probe`): ChildRejected for the first the API
+        server refuses for good. Any other answer is no verdict (a conflict, a quota, a kind
+        not served): the creation itself meets it later, and it holds nothing back now."""
+        for obj in objs:
+            kind, _ = object_key(obj)
+            body = self.mark(obj, namespace)  # an SSH Secret's placeholders: no keys made
+            path = cache.child_resource(kind).path(namespace)
+            try:
+                self.api.request("POST", path, query={"dryRun": "All"}, body=body)
+            except ApiError as exc:
+                if refused_for_good(exc):
+                    raise ChildRejected(obj, exc) from exc
 
     def objects(self, cache: Cache, namespace: str, plan: Plan, found: Held) -> bool:
         """Deletions, updates and creations of the Plan (not its status, not its events);

@@ -39,7 +39,13 @@ from t9kjobs.controller.nodes import NodeWatch, node_of
 from t9kjobs.controller.options import Options
 from t9kjobs.controller.progress_reader import ProgressReader
 from t9kjobs.controller.reconciler import Reconciler
-from t9kjobs.controller.startup import StartupError, configuration, listen, preflight
+from t9kjobs.controller.startup import (
+    StartupError,
+    configuration,
+    listen,
+    listen_webhook,
+    preflight,
+)
 from t9kjobs.controller.threads import Supervisor
 from t9kjobs.kube.informer import Informer, Store
 from t9kjobs.kube.resources import (
@@ -355,6 +361,9 @@ class Operator:
                     self.supervisor.healthy,
                 )
             )
+            # Every replica answers admission, leading or not: it judges, reads nothing.
+            o = self.options
+            servers.append(listen_webhook(o.webhook_address, o.webhook_cert_dir, self.manager))
             preflight(self.election_transport, self.server)  # its own client: never queued
         except StartupError:
             for started in servers:

@@ -30,6 +30,10 @@ class Options:
     leader_election_id: str = "t9k-jobs-operator"
     metrics_address: str = "127.0.0.1:8080"
     health_address: str = "127.0.0.1:8081"
+    # The validating admission webhook (t9kjobs.controller.webhook), served by every replica:
+    # port 0 is off; its TLS certificate and key are tls.crt and tls.key of webhook_cert_dir.
+    webhook_address: str = "0"
+    webhook_cert_dir: str = ""
     identity: str = ""
     impersonate: str | None = None
     discovery_interval: float = 30.0

@@ -209,6 +209,8 @@ class Reconciler:
         versions = self._versions(raw, children)
         held = self.conflicts.still_held(key, uid, cache.child_stores, cache.child_resources)
         the_plan = self._plan(key, job, held, children, problems)
+        if the_plan.probe:
+            self.apply.probe(cache, key.namespace, the_plan.probe)  # ChildRejected: Failed
         if self.progress is not None:
             self.progress.follow(key, the_plan.progress_source)
             self.progress.want_stacks(key, the_plan.capture_stacks)

@@ -55,6 +55,8 @@ def admission(
     observed: Observed,
     pods: Sequence[DesiredPod],
     ts: str,
+    *,
+    aux: Sequence[Obj] = (),
 ) -> Changes | None:
     """None when the job may run: its Workload is admitted (its pods then carry their
     flavors' node labels and tolerations, set here in place). Otherwise what a job waiting in
@@ -98,6 +100,7 @@ def admission(
         return _held(status, observed, ts, "Queued", said(f"admitted, but {missing}"), requeue=1.0)
 
     creates: list[Obj] = []
+    probe: tuple[Obj, ...] = ()
     deletes = []
     patches: list[Obj] = []
     requeue = None
@@ -111,6 +114,7 @@ def admission(
     elif current is None:
         if not going and wanted is not None:
             creates.append(wanted)
+            probe = _probe(pods, aux)
         reason, message = "Queued", f"waiting in LocalQueue {q.queue} (Workload {name})"
     elif wanted is not None and not subset(wanted["spec"], current.get("spec")):
         # Its pods changed (an elastic job scaled): Kueue counts them anew, in a new Workload.
@@ -132,8 +136,23 @@ def admission(
         reason,
         said(message),
         requeue=requeue,
-        changes=Changes(create=tuple(creates), delete=tuple(deletes), patch_status=tuple(patches)),
+        changes=Changes(
+            create=tuple(creates),
+            delete=tuple(deletes),
+            patch_status=tuple(patches),
+            probe=probe,
+        ),
     )
+
+
+def _probe(pods: Sequence[DesiredPod], aux: Sequence[Obj]) -> tuple[Obj, ...]:
+    """What a queued job's Workload is made with: its children as a dry run (`Plan.probe`),
+    one pod of each replica type (the others differ by their index) and every other child.
+    A job the API server would refuse one of fails now, not once Kueue has admitted it."""
+    first: dict[str, Obj] = {}
+    for pod in pods:
+        first.setdefault(pod.replica_type, pod.manifest)
+    return (*first.values(), *(o for o in aux if o.get("kind") != WORKLOAD))
 
 
 def evicted_for_good(
@@ -244,6 +263,7 @@ def _held(
         patch_status=changes.patch_status,
         events=tuple(events),
         requeue_after=requeue,
+        probe=changes.probe,
     )
 
 

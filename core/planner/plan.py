@@ -127,7 +127,7 @@ def plan(
                 count_ready(status)
             # A refused job is held even where Workloads are not served (`queueing`).
             elif q is not None and (WORKLOAD not in observed.absent_kinds or q.refusal):
-                held = admission(job, q, status, observed, s.pods, ts)
+                held = admission(job, q, status, observed, s.pods, ts, aux=s.aux)
             if held is None:
                 changes = _judge(s, status, hooks)
                 if status.phase == "Running":
@@ -311,6 +311,7 @@ def _built(
         patch_status=changes.patch_status,
         events=events,
         requeue_after=changes.requeue_after,
+        probe=changes.probe,
         status_after_creations=bool(changes.create)
         and not changes.delete
         and not _resumes(before, status),

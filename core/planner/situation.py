@@ -64,3 +64,5 @@ class Changes:
     events: tuple[Event, ...] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines, conflicts).
     requeue_after: float | None = None
+    # Children to submit as a dry run before the creations (`Plan.probe`).
+    probe: tuple[Obj, ...] = ()

@@ -295,6 +295,11 @@ class Plan:
     events: Sequence[Event] = ()
     # Reconcile again after this many seconds even if nothing changes (deadlines).
     requeue_after: float | None = None
+    # Children the controller submits as a dry run (`dryRun=All`) before this plan's
+    # creations: a queued job's children, before its Workload is made (`t9kjobs.planner.
+    # admission`). One the API server refuses for good fails the job, as its creation would,
+    # before Kueue admits it and holds quota for pods that cannot exist.
+    probe: Sequence[Obj] = ()
     # When the status is written, if it changed: the planner's to say alone (`t9kjobs.planner.
     # plan`, "When the status is written"). `status_after_creations`: not by this reconcile,
     # whose creations change what it says (the next reconcile, at once, writes it; this one

@@ -167,6 +167,9 @@ def installation(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     # Progress read every second: a job's first read waits one interval (issue #50), and the
     # jobs here run seconds, so the default 30 s would never use `pods/log get`.
     values = {**CLUSTER_WIDE, "kueue": {"enabled": True}, "progress": {"interval": 1, "qps": 5}}
+    # No Deployment is applied, so no replica would answer the admission webhook (which needs
+    # no right: tests/e2e/test_webhook.py).
+    values["webhook"] = {"enabled": False}
     objects = render_chart(install_tool("helm"), values, namespace=namespace)
     created_crds: list[str] = []
     try:

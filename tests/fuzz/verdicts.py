@@ -1,9 +1,10 @@
 """`t9kjobs validate`'s verdict on a case, by where the refusal comes from, and whether it agrees
 with the API server's.
 
-`validate` refuses what the API server refuses at admission (YAML, schema and CEL) plus what only
-the operator refuses (the plugins' checks, `InvalidSpec`). The two verdicts must agree on every
-case except those of `EXCEPTIONS`, which docs/api.md lists with the reason for each.
+The API server refuses what its CRD schema and CEL rules refuse, and, with the operator's
+admission webhook (#52), everything else `validate` refuses: the plugins' checks, nesting, the
+size. The two verdicts must agree on every case, both ways, except those of `EXCEPTIONS`, which
+docs/api.md lists with the reason for each.
 """
 
 from __future__ import annotations
@@ -15,13 +16,20 @@ from t9kjobs.loading import JobError, Unreadable, check_job, load_documents, par
 from t9kjobs.manager import PluginManager
 from tests.fuzz.generator import Case
 
-__all__ = ["EXCEPTIONS", "CliVerdict", "agreement", "cli_verdict"]
+__all__ = [
+    "ADMISSION_ONLY",
+    "EXCEPTIONS",
+    "VALIDATE_ONLY",
+    "CliVerdict",
+    "agreement",
+    "cli_verdict",
+]
 
 
 @dataclass(frozen=True)
 class CliVerdict:
-    # accept | unreadable | yaml (the text) | schema (types, bounds, CEL's rules) | semantic
-    # (only the plugins' checks, which the operator applies too)
+    # accept | unreadable | yaml (the text) | schema (types, bounds, CEL's rules, nesting,
+    # size) | semantic (the plugins' checks: the webhook's and the operator's too)
     outcome: str
     problems: tuple[str, ...] = ()
 
@@ -53,38 +61,31 @@ def cli_verdict(case: Case, manager: PluginManager) -> CliVerdict:
     return CliVerdict("accept")
 
 
-# (name, whether a case validate refuses and the API server admits is this exception).
-EXCEPTIONS: list[tuple[str, Callable[[CliVerdict], bool]]] = [
+# What only one side can judge: (name, why, whether a case validate refuses and admission
+# admits is this one). docs/api.md lists them with the same reasons; everything else, the
+# admission webhook judges with validate's own call (t9kjobs.loading.judge).
+EXCEPTIONS: list[tuple[str, str, Callable[[CliVerdict], bool]]] = [
     (
-        "nested deeper than 100 levels inside a pod template",
-        lambda v: all("nested deeper than" in p for p in v.problems),
-    ),
-    (
-        "the restart policy a number, a boolean or a list: no structural keyword refuses them",
-        lambda v: all("restartPolicy: must be one of `Always`" in p for p in v.problems),
-    ),
-    (
-        "larger than etcd stores: a dry run stores nothing",
-        lambda v: all("the API server stores at most" in p for p in v.problems),
-    ),
-    (
-        "not UTF-8: kubectl sends U+FFFD for each invalid byte",
+        "not UTF-8",
+        "kubectl replaces each invalid byte with U+FFFD and sends the job changed: the API"
+        " server and the webhook judge text the user did not write; validate names the byte",
         lambda v: v.outcome == "unreadable" and any("not UTF-8" in p for p in v.problems),
     ),
 ]
 
+VALIDATE_ONLY = "validate refuses, admission admits"
+ADMISSION_ONLY = "validate accepts, admission refuses"
+
 
 def agreement(verdict: CliVerdict, admitted: bool) -> str:
-    """agree | operator (validate and the operator refuse, admission does not: the plugins'
-    checks) | an exception's name | disagree."""
+    """agree | a documented exception's name | VALIDATE_ONLY | ADMISSION_ONLY (the two
+    disagreements)."""
     refused = verdict.outcome != "accept"
     if refused != admitted:
         return "agree"
     if not refused:
-        return "disagree"  # validate accepts what the API server refuses
-    if verdict.outcome == "semantic":
-        return "operator"
-    for name, matches in EXCEPTIONS:
+        return ADMISSION_ONLY
+    for name, _, matches in EXCEPTIONS:
         if matches(verdict):
             return name
-    return "disagree"
+    return VALIDATE_ONLY

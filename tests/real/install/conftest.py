@@ -130,6 +130,10 @@ def release(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Releas
         f"--set=image.tag={tag}",
         f"--set=apiServer.host={cluster.env['NODE_APISERVER_HOST']}",
         f"--set=apiServer.port={cluster.env['NODE_APISERVER_PORT']}",
+        # No kube-proxy here: the API server calls a webhook at its Service's ClusterIP, which
+        # nothing routes. The webhook is tested against this API server by
+        # tests/e2e/test_webhook.py, the chart's configuration by test_chart_webhook.py.
+        "--set=webhook.enabled=false",
         *getattr(request.module, "CHART_VALUES", []),
     ]
     installed = Release(cluster, install_tool("helm"), image, values)

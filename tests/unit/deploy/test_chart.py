@@ -85,11 +85,14 @@ def test_defaults_render_every_object_once(render: Callable[..., list[Obj]]) -> 
         "Role",
         "RoleBinding",
         "RoleBinding",
+        "Secret",  # the admission webhook's certificate (test_chart_webhook.py)
         "Service",
+        "Service",  # the admission webhook's
         "ServiceAccount",
+        "ValidatingWebhookConfiguration",
     ]
     for o in objects:
-        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"):
             assert o["metadata"]["namespace"] == NAMESPACE, o["kind"]
         assert o["metadata"]["labels"]["app.kubernetes.io/part-of"] == "t9k-jobs"
 
@@ -290,6 +293,7 @@ def test_pod_is_hardened_and_probed(render: Callable[..., list[Obj]]) -> None:
     assert ports == {
         "metrics": int(args.metrics_bind_address.rpartition(":")[2]),
         "health": int(args.health_probe_bind_address.rpartition(":")[2]),
+        "webhook": int(args.webhook_bind_address.rpartition(":")[2]),
     }
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
@@ -300,13 +304,14 @@ def test_pod_is_hardened_and_probed(render: Callable[..., list[Obj]]) -> None:
 
 def test_metrics_service_selects_the_operator_pods(render: Callable[..., list[Obj]]) -> None:
     objects = render()
-    service = one(objects, "Service")
+    service = named(objects, "Service", "metrics")
     labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= labels.items()
     assert service["spec"]["ports"] == [
         {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
     ]
-    assert not by_kind(render({"metrics": {"service": {"enabled": False}}}), "Service")
+    without = render({"metrics": {"service": {"enabled": False}}})
+    assert [s["metadata"]["name"] for s in by_kind(without, "Service")] == ["t9k-jobs-webhook"]
 
 
 def test_api_server_address_overrides_the_in_cluster_default(

@@ -85,13 +85,19 @@ def test_the_metrics_policy_opens_the_metrics_port_to_the_chosen_peers_only(
     pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    # By default any pod may scrape, and nothing else may connect.
+    # By default any pod may scrape, and nothing else may connect but the API server to the
+    # admission webhook (from its own address, which no selector names).
     assert policy["spec"]["ingress"] == [
         {
             "from": [{"namespaceSelector": {}, "podSelector": {}}],
             "ports": [{"port": "metrics", "protocol": "TCP"}],
-        }
+        },
+        {"ports": [{"port": "webhook", "protocol": "TCP"}]},
     ]
+    without = render(
+        {"networkPolicy": {"metrics": {"enabled": True}}, "webhook": {"enabled": False}}
+    )
+    assert len(one(without, "NetworkPolicy")["spec"]["ingress"]) == 1
     # The named port is the operator container's metrics port.
     ports = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["ports"]
     assert "metrics" in {p["name"] for p in ports}

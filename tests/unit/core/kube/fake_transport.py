@@ -26,6 +26,7 @@ class FakeTransport:
         self._uids = itertools.count(1)
         self.objects: dict[str, Obj] = {}  # by path: what a status write is applied to
         self.created_at: str | None = None  # the creationTimestamp of what it creates, if set
+        self.dry_runs: list[tuple[str, str]] = []  # (kind, name) of each dry run, in order
 
     def seed(self, path: str, obj: Obj) -> None:
         """An object the API server holds at `path` (a job the test put in a store)."""
@@ -42,6 +43,8 @@ class FakeTransport:
     ) -> Obj:
         with self._lock:
             self.requests.append((method, path, body))
+            if (query or {}).get("dryRun") and body is not None:
+                self.dry_runs.append((str(body.get("kind")), body["metadata"]["name"]))
         if self.before is not None:
             self.before(method, path, body)
         selector = (query or {}).get("fieldSelector", "")
@@ -50,6 +53,8 @@ class FakeTransport:
             return {"items": [held] if held is not None else []}
         if body is None:
             raise ApiError(404, {"message": f"{path} not found"})
+        if (query or {}).get("dryRun"):
+            return {**body}  # judged, never stored
         if method == "PUT" and path.endswith("/status"):
             # The status subresource takes the status alone; the answer is the whole object.
             body = {**self.objects.get(path.removesuffix("/status"), {}), **body}
