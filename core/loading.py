@@ -24,7 +24,9 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
 from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
 from t9kjobs.objects import ENGINE_ENV, engine_env_names
-from t9kjobs.planner.queueing import queue_problems
+from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.queueing import LABEL_QUEUE_NAME, queue_problems
+from t9kjobs.planner.topology import topology_problem
 from t9kjobs.progress import ANNOTATION_PROGRESS_PATTERN, pattern_problem
 
 __all__ = [
@@ -208,7 +210,24 @@ def check_job(job: Job, manager: PluginManager) -> list[Problem]:
         found = [Problem(path, problem), *found]
     # A job that asks for a queue: what Kueue can never count (`queue_problems`).
     reserved = _engine_env_problems(job.spec, job.raw.get("spec"))
-    return [*found, *queue_problems(job), *reserved]
+    return [*found, *queue_problems(job), *_topology_problems(job, manager), *reserved]
+
+
+def _topology_problems(job: Job, manager: PluginManager) -> list[Problem]:
+    """What Kueue would refuse of a queued job's topology annotations, judged on the pods its
+    plugin builds, as the operator judges them before it makes the Workload
+    (`t9kjobs.planner.topology.topology_problem`): one verdict, at admission too (#52)."""
+    if not (job.metadata.labels or {}).get(LABEL_QUEUE_NAME):
+        return []
+    hooks = manager.hooks_for(job.kind)
+    try:
+        pods = desired_pods(job, hooks, job.spec.lifecycle(), False, frozenset())
+    except Exception:  # a plugin that cannot build this job: the operator says so itself
+        return []
+    problem = topology_problem(pods)
+    if problem is None:
+        return []
+    return [Problem("spec", f"{problem}: Kueue would not queue the job (docs/scheduling.md)")]
 
 
 def _engine_env_problems(spec: object, raw_spec: Any, path: str = "spec") -> list[Problem]:

@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
+from t9kjobs.loading import judge
 from t9kjobs.objects import ANNOTATION_SPEC_HASH, spec_hash
 from t9kjobs.planner.topology import domain_of
 from t9kjobs.testing.fixtures import installed_plugins
 from t9kjobs.vocabulary import Obj
 from tests.unit.core.planner.queue_sim import WL, QueueSim, queued_job
+from tests.unit.core.planner.tinyjob import tiny_manager
 from tests.unit.plugins.pytorch.helpers import manifest, replica
 
 RACK = "cloud.provider.com/rack"
@@ -186,6 +188,15 @@ def test_what_kueue_would_refuse_is_refused_naming_the_replica_and_annotation(
 ) -> None:
     message = _refused(annotations)
     assert message.startswith("replica type worker") and said in message
+    # The same verdict from `t9kjobs validate` and the admission webhook (#52).
+    judged = judge(_annotated(queued_job(), annotations), tiny_manager())
+    assert judged.job is None and any(said in p.message for p in judged.errors), judged.errors
+
+
+def test_a_valid_topology_request_passes_validate() -> None:
+    doc = _annotated(queued_job(), {REQUIRED: RACK})
+    judged = judge(doc, tiny_manager())
+    assert judged.job is not None and not judged.errors, judged.errors
 
 
 @pytest.mark.parametrize(
