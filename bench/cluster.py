@@ -89,7 +89,9 @@ class Cluster:
                 raise ClusterError(f"namespace {name}: no default ServiceAccount after {timeout} s")
             time.sleep(0.5)
 
-    def wait_for_garbage_collector(self, api_version: str, kind: str, timeout: float = 90) -> float:
+    def wait_for_garbage_collector(
+        self, api_version: str, kind: str, timeout: float = 120
+    ) -> float:
         """Wait until kube-controller-manager's garbage collector knows `kind`, of CRDs just
         installed; the seconds it took.
 
@@ -98,7 +100,8 @@ class Cluster:
         "virtual" node for that owner and looks it up again and again until it sees it, a cost
         of a CRD installed seconds before the burst that a cluster running jobs has long paid
         (docs/benchmarks.md, issue #50). A probe ConfigMap owned by an object of the kind that
-        does not exist is deleted by the collector once it can look the kind up.
+        does not exist is deleted by the collector once it can look the kind up (up to a minute:
+        its look-ups of an unknown kind back off meanwhile).
         """
         probe = f"bench-gc-probe-{kind.lower()}"
         owner = {
