@@ -6,6 +6,7 @@ events) cannot slow a later one, and the order of the phases does not matter.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -87,6 +88,43 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise ClusterError(f"namespace {name}: no default ServiceAccount after {timeout} s")
             time.sleep(0.5)
+
+    def wait_for_garbage_collector(
+        self, api_version: str, kind: str, timeout: float = 120
+    ) -> float:
+        """Wait until kube-controller-manager's garbage collector knows `kind`, of CRDs just
+        installed; the seconds it took.
+
+        The collector rediscovers the API every 30 s, and starts watching new kinds then. Until
+        it does, each child of a job of the kind names an owner it has not observed: it holds a
+        "virtual" node for that owner and looks it up again and again until it sees it, a cost
+        of a CRD installed seconds before the burst that a cluster running jobs has long paid
+        (docs/benchmarks.md, issue #50). A probe ConfigMap owned by an object of the kind that
+        does not exist is deleted by the collector once it can look the kind up (up to a minute:
+        its look-ups of an unknown kind back off meanwhile).
+        """
+        probe = f"bench-gc-probe-{kind.lower()}"
+        owner = {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": probe,
+            "uid": f"00000000-0000-4000-8000-{int(time.time() * 1000) % 10**12:012d}",
+        }
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": probe, "namespace": "default", "ownerReferences": [owner]},
+        }
+        self.kubectl("create", "-f", "-", stdin=json.dumps(manifest))
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            if not self.kubectl("-n", "default", "get", "configmap", probe, "--ignore-not-found"):
+                return time.monotonic() - start
+            time.sleep(1)
+        raise ClusterError(
+            f"kube-controller-manager's garbage collector did not collect the ConfigMap"
+            f" default/{probe} (owned by a {kind} that does not exist) in {timeout} s"
+        )
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
         done = subprocess.run(

@@ -125,6 +125,7 @@ class OurOperator(OperatorUnderTest):
 
     def prepare(self, cluster: Cluster) -> None:
         install_crds(cluster.kubectl_path, cluster.kubeconfig)
+        cluster.wait_for_garbage_collector(self.jobs.api_version, self.jobs.kind)
 
     def command(self, cluster: Cluster) -> list[str]:
         command = operator_command(cluster.kubeconfig, self.metrics_port, self.health_port)
@@ -180,6 +181,7 @@ class KubeflowOperator(OperatorUnderTest):
         cluster.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd/pytorchjobs.kubeflow.org"
         )
+        cluster.wait_for_garbage_collector(self.jobs.api_version, self.jobs.kind)
         # Its cert rotator fills this Secret; the manifests create it empty.
         namespace, secret = _WEBHOOK_SECRET
         cluster.kubectl("create", "namespace", namespace)

@@ -293,12 +293,22 @@ def set_env(container: Obj, values: dict[str, str]) -> None:
     container["env"] = env
 
 
-def headless_service(job: Job, name: str | None = None) -> Obj:
-    """The Service that gives every pod of the job a DNS name `<pod>.<job>`, ready or not.
+def headless_service(
+    job: Job, name: str | None = None, *, replica: tuple[str, int] | None = None
+) -> Obj:
+    """The Service that gives every pod of the job a DNS name `<pod>.<job>`, ready or not; with
+    `replica` (type, index), that one pod alone.
 
     For the pods built with `new_pod(..., subdomain=job.name)`; `pod_host` names them. A pod
-    whose `subdomain` no headless Service of that name matches has no DNS name.
+    whose `subdomain` no headless Service of that name matches has no DNS name, so build the
+    others without one. Every pod a Service selects costs kube-controller-manager's endpoint
+    controllers a write of the Service's Endpoints and EndpointSlice when it gets its address
+    and again when it ends: a kind whose peers resolve one name only (a rendezvous address)
+    selects that pod (docs/benchmarks.md, issue #50).
     """
+    selector = owner_labels(job)
+    if replica is not None:
+        selector |= {LABEL_REPLICA_TYPE: replica[0], LABEL_REPLICA_INDEX: str(replica[1])}
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -306,7 +316,7 @@ def headless_service(job: Job, name: str | None = None) -> Obj:
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": owner_labels(job),
+            "selector": selector,
         },
     }
 

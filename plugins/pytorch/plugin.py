@@ -166,7 +166,8 @@ def t9kjobs_build_pods(job: Job) -> list[DesiredPod]:
     pods = []
     for node in top.nodes:
         rs = by_type[node.replica_type]
-        manifest = new_pod(job, rs.type, node.index, rs.template, subdomain=job.name)
+        subdomain = job.name if top.named(node) else None
+        manifest = new_pod(job, rs.type, node.index, rs.template, subdomain=subdomain)
         found = training_container(manifest, TRAINING_CONTAINER)
         if found is not None:
             set_env(found[1], pod_env(top, node))
@@ -197,7 +198,13 @@ def t9kjobs_build_launch_command(job: Job, pod: DesiredPod) -> list[str] | None:
 @hookimpl
 def t9kjobs_build_objects(job: Job) -> list[Obj]:
     spec = job.spec_as(PyTorchTrainingJobSpec)
-    return [headless_service(job), *tensorboard_objects(job, spec.tensorboard_spec)]
+    top = topology(job, spec)
+    master = top.master
+    if master is None or top.dynamic_rendezvous:
+        service = headless_service(job)  # every pod named (Topology.named)
+    else:
+        service = headless_service(job, replica=(master.replica_type, master.index))
+    return [service, *tensorboard_objects(job, spec.tensorboard_spec)]
 
 
 @hookimpl

@@ -108,6 +108,19 @@ class Topology:
         """torchrun meets through a rendezvous backend (not by fixed node ranks)."""
         return self.torchrun or self.elastic_range is not None
 
+    def named(self, node: Node) -> bool:
+        """Whether the pod's DNS name `<pod>.<job>` resolves (the job's headless Service
+        selects it, and the pod names the Service as its subdomain).
+
+        Without torchrun and elastic, only the master's is ever resolved: `MASTER_ADDR`, where
+        every rank meets the master's store; the ranks then exchange addresses, not names,
+        through it (gloo and NCCL alike). torchrun's rendezvous names any node: torch 1.x
+        gives its trainers the fully qualified name of the node the rendezvous ranked first
+        (by that name, so not always the master) as their `MASTER_ADDR`. A pod not named costs
+        kube-controller-manager no Endpoints write (`t9kjobs.objects.headless_service`).
+        """
+        return self.dynamic_rendezvous or node == self.master
+
     def node(self, replica_type: str, index: int) -> Node:
         for n in self.nodes:
             if n.replica_type == replica_type and n.index == index:

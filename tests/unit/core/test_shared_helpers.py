@@ -11,6 +11,7 @@ from t9kjobs.tensorboard import (
     tensorboard_objects,
     tensorboard_status,
 )
+from t9kjobs.vocabulary import Obj
 
 JOB = Job(kind="MPIJob", metadata=ObjectMeta(name="pi", namespace="ns", uid="u-1"), spec=JobSpec())
 TEMPLATE = {"spec": {"containers": [{"name": "sidecar"}, {"name": "train", "image": "x"}]}}
@@ -44,6 +45,21 @@ def test_pod_host_resolves_through_the_jobs_headless_service() -> None:
     assert host == f"{pod['spec']['hostname']}.{pod['spec']['subdomain']}"
     assert pod["spec"]["subdomain"] == service["metadata"]["name"]
     assert service["spec"]["clusterIP"] == "None"
+
+
+def _selects(service: Obj, pod: Obj) -> bool:
+    return bool(service["spec"]["selector"].items() <= pod["metadata"]["labels"].items())
+
+
+def test_a_headless_service_of_one_replica_selects_that_pod_alone() -> None:
+    pods = [new_pod(JOB, t, i, TEMPLATE) for t, i in (("master", 0), ("worker", 0), ("worker", 1))]
+    every = headless_service(JOB)
+    master = headless_service(JOB, replica=("master", 0))
+    worker = headless_service(JOB, replica=("worker", 1))
+    assert [_selects(every, p) for p in pods] == [True, True, True]
+    assert [_selects(master, p) for p in pods] == [True, False, False]
+    assert [_selects(worker, p) for p in pods] == [False, False, True]
+    assert master["spec"]["clusterIP"] == "None" and master["metadata"]["name"] == "pi"
 
 
 def test_no_tensorboard_spec_no_tensorboard() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
+from t9kjobs.render import render_job
 from tests.unit.plugins.pytorch.helpers import (
     OPERATOR_ENV,
     Obj,
@@ -39,12 +40,51 @@ def test_plain_ddp_one_process_per_pod(render: Render) -> None:
     assert not any(k.startswith("PET_RDZV") for e in envs for k in e)
 
 
-def test_pods_resolve_through_the_headless_service(render: Render) -> None:
-    pods = render(example("ddp"))
+def _named(manager: PluginManager, doc: Obj) -> tuple[set[str], set[str]]:
+    """(pods that name the job's headless Service as their subdomain, pods it selects)."""
+    job = parse_job(doc, manager)
+    objects = render_job(job, manager)
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    assert service["metadata"]["name"] == job.name
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    selector = service["spec"]["selector"].items()
+    pods = [o for o in objects if o["kind"] == "Pod"]
     for pod in pods:
-        assert pod["spec"]["hostname"] == pod["metadata"]["name"]
-        assert pod["spec"]["subdomain"] == "pytorch-example"
         assert pod["spec"]["restartPolicy"] == "Never"
+        if "subdomain" in pod["spec"]:
+            assert pod["spec"]["subdomain"] == job.name
+            assert pod["spec"]["hostname"] == pod["metadata"]["name"]
+        else:
+            assert "hostname" not in pod["spec"]
+    subdomains = {p["metadata"]["name"] for p in pods if "subdomain" in p["spec"]}
+    selected = {p["metadata"]["name"] for p in pods if selector <= p["metadata"]["labels"].items()}
+    return subdomains, selected
+
+
+def test_without_torchrun_only_the_master_resolves(manager: PluginManager) -> None:
+    """`MASTER_ADDR` is the only name a static job resolves: the Service selects the master
+    alone, and the other pods name no subdomain (a name that would never resolve)."""
+    doc = manifest(replica("worker", 3), replica("master", 1))
+    assert _named(manager, doc) == ({"job-master-0"}, {"job-master-0"})
+    ddp = example("ddp")  # no master type: index 0 of the first type is the master
+    only = {"pytorch-example-worker-0"}
+    assert _named(manager, ddp) == (only, only)
+
+
+def test_with_torchrun_or_elastic_every_pod_resolves(manager: PluginManager) -> None:
+    """torchrun's rendezvous gives its trainers the name of whichever node it ranked first."""
+    every = {"job-master-0", "job-worker-0", "job-worker-1"}
+    torchrun = manifest(
+        replica("master", 1), replica("worker", 2), torchrunConfig={"enabled": True}
+    )
+    assert _named(manager, torchrun) == (every, every)
+    elastic = manifest(
+        replica("master", 1),
+        replica("worker", 2),
+        elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 3},
+    )
+    assert _named(manager, elastic) == (every, every)
 
 
 def test_master_type_is_rank_zero_wherever_it_is_listed(render: Render) -> None:
