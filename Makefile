@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress bench-recovery soak chaos demo demo-sim mutate clean
+.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress bench-recovery bench-admission soak chaos demo demo-sim mutate clean
 
 # EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
 # `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
@@ -109,6 +109,12 @@ bench-progress: $(STAMP)
 # (min / median / max). About 5 min, never in CI. RECOVERY_ARGS="--repetitions 3" for less.
 bench-recovery: $(STAMP)
 	$(BIN)/python -m bench.recovery $(RECOVERY_ARGS)
+
+# What the admission webhook costs a create (docs/benchmarks.md, "The cost of admission"): the
+# same 300 jobs created on one KWOK cluster without and with the webhook registered; latency
+# and CPU a create. About 3 min, never in CI. ADMISSION_ARGS="--in-flight 8" for a burst.
+bench-admission: $(STAMP)
+	$(BIN)/python -m bench.admission_cost $(ADMISSION_ARGS)
 
 # The chaos tier at full size (docs/reliability.md): 200 jobs while the operator's two replicas
 # are killed 3 times and frozen twice and kube-apiserver restarted once. `make test` runs it
