@@ -163,6 +163,10 @@ class _Handler(BaseHTTPRequestHandler):
     # Keep-alive: the API server sends its next review on the same connection, without a new
     # TLS handshake (every answer has its Content-Length).
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: the headers and the body go out as two writes; with Nagle's algorithm the
+    # second waited for the API server's delayed ACK of the first, 40 ms a create
+    # (bench/admission_cost.py, docs/benchmarks.md).
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
         try:
