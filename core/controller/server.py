@@ -9,13 +9,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["parse_address", "serve"]
+__all__ = ["parse_address", "respond", "serve"]
 
 
 def parse_address(address: str) -> tuple[str, int]:
     """`host:port` or `:port` (all interfaces); port 0 disables the endpoint."""
     host, _, port = address.rpartition(":")
     return host or "0.0.0.0", int(port)
+
+
+def respond(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:
+    """One whole answer of the operator's endpoints (metrics, probes, the webhook): a
+    Content-Length always, so a kept-alive connection knows where the answer ends."""
+    handler.send_response(code)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def serve(
@@ -42,11 +52,7 @@ def serve(
                 self._send(404, b"not found\n", "text/plain")
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            respond(self, code, body, content_type)
 
         def log_message(self, format: str, *args: object) -> None:
             return  # probes every few seconds are not worth a log line

@@ -29,7 +29,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from t9kjobs.controller.server import parse_address
+from t9kjobs.controller.server import parse_address, respond
 from t9kjobs.kube.decoding import loads
 from t9kjobs.loading import judge
 from t9kjobs.manager import PluginManager
@@ -185,11 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(answer).encode(), "application/json")
 
     def _send(self, code: int, body: bytes, content_type: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        respond(self, code, body, content_type)
 
     def log_message(self, format: str, *args: object) -> None:
         return  # one line a job created is noise; refusals reach the user, not the log

@@ -27,22 +27,11 @@ from tests.unit.deploy.chart import (
     RELEASE,
     by_kind,
     container,
-    install_tool,
     named,
     one,
     operator_args,
     render_chart,
 )
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return install_tool("helm")
-
-
-@pytest.fixture(scope="module")
-def render(helm: Path) -> Callable[..., list[Obj]]:
-    return lambda values=None: render_chart(helm, {**CLUSTER_WIDE, **(values or {})})
 
 
 def test_helm_lint_strict_passes(helm: Path) -> None:

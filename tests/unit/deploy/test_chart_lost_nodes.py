@@ -9,12 +9,7 @@ from pathlib import Path
 import pytest
 
 from t9kjobs.vocabulary import Obj
-from tests.unit.deploy.chart import CLUSTER_WIDE, install_tool, operator_args, render_chart
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return install_tool("helm")
+from tests.unit.deploy.chart import CLUSTER_WIDE, operator_args, render_chart
 
 
 def _node_rights(objects: list[Obj]) -> dict[str, set[str]]:

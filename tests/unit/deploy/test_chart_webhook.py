@@ -10,7 +10,6 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 from cryptography import x509
 
@@ -24,22 +23,11 @@ from tests.unit.deploy.chart import (
     RELEASE,
     by_kind,
     container,
-    install_tool,
     named,
     one,
     operator_args,
     render_chart,
 )
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    return install_tool("helm")
-
-
-@pytest.fixture(scope="module")
-def render(helm: Path) -> Callable[..., list[Obj]]:
-    return lambda values=None: render_chart(helm, {**CLUSTER_WIDE, **(values or {})})
 
 
 def test_the_configuration_is_the_one_the_tests_register(render: Callable[..., list[Obj]]) -> None:
