@@ -25,8 +25,11 @@ class ClusterError(RuntimeError):
 class Cluster:
     """The cluster of hack/cluster/up.sh at `directory`, with nodes that hold `pods_per_node`."""
 
-    def __init__(self, directory: Path, pods_per_node: int, *, kueue: bool = False) -> None:
-        """`kueue`: Kueue runs beside the control plane (hack/cluster/kueue)."""
+    def __init__(
+        self, directory: Path, pods_per_node: int, *, kueue: bool = False, profiling: bool = False
+    ) -> None:
+        """`kueue`: Kueue runs beside the control plane (hack/cluster/kueue); `profiling`: its
+        components serve /debug/pprof (bench/pprof.py)."""
         self.dir = directory
         self.env = {
             **os.environ,
@@ -34,6 +37,7 @@ class Cluster:
             # Room for every pod of the workload at once: the scheduler counts pods per node.
             "T9KJOBS_NODE_PODS": str(pods_per_node),
             "T9KJOBS_KUEUE": "1" if kueue else "0",
+            "T9KJOBS_PROFILING": "1" if profiling else "0",
         }
         self.facts: dict[str, str] = {}
 

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from bench.cluster import Cluster
 from bench.operators import KubeflowOperator, OperatorUnderTest, OurOperator
+from bench.pprof import ControlPlaneProfiler
+from bench.pprof import summarize as summarize_pprof
 from bench.procstat import Sampler, cpu_seconds, peak_rss_bytes
 from bench.recorder import Recorder
 from bench.report import markdown_table, plot_pods, status_writes, timeline_figures
@@ -213,13 +215,19 @@ spec: {{clusterQueue: {QUEUE}}}
     def run(self) -> Obj:
         a = self.args
         pods_per_node = max(110, math.ceil(self.pods / NODES) + 10)
-        cluster = Cluster(a.cluster_dir, pods_per_node, kueue=self.key == "ours-kueue")
+        cluster = Cluster(
+            a.cluster_dir,
+            pods_per_node,
+            kueue=self.key == "ours-kueue",
+            profiling=a.profile_control_plane > 0,
+        )
         log(f"{self.key}: starting a fresh cluster at {a.cluster_dir}")
         cluster.up()
         op = self.operator
         recorder: Recorder | None = None
         sampler: Sampler | None = None
         profiler: subprocess.Popen[bytes] | None = None
+        control_plane: ControlPlaneProfiler | None = None
         try:
             cluster.create_namespace(NAMESPACE)
             if self.key == "ours-kueue":
@@ -252,6 +260,11 @@ spec: {{clusterQueue: {QUEUE}}}
             cpu_before = cpu_seconds(op.pid) if op else 0.0
             work_before = op.work_counters() if op else {}
 
+            if a.profile_control_plane:
+                control_plane = ControlPlaneProfiler(
+                    cluster.facts, self.dir, a.profile_control_plane
+                )
+                control_plane.start()
             t0 = time.time()
             log(f"{self.key}: submitting {len(items)} object(s)")
             created = self.submit(cluster, items)
@@ -259,6 +272,10 @@ spec: {{clusterQueue: {QUEUE}}}
             finished, timed_out = self.wait(recorder, op, t0)
             end = time.time()
             log(f"{self.key}: {'TIMED OUT' if timed_out else 'done'} after {end - t0:.1f}s")
+            if control_plane is not None:
+                for component, error in control_plane.join().items():
+                    log(f"{self.key}: no profile of {component}: {error}")
+                summarize_pprof(self.dir)
             result: Obj = {"phase": self.key, "title": self.title, "timed_out": timed_out}
             if op is not None:
                 result["cpu_s"] = cpu_seconds(op.pid) - cpu_before
@@ -476,6 +493,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="output dir (default /tmp/t9kjobs-bench/<time>)")
     p.add_argument(
         "--profile", action="store_true", help="sample our operator with py-spy (skews its figures)"
+    )
+    p.add_argument(
+        "--profile-control-plane",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="a CPU profile of kube-apiserver, kube-scheduler and kube-controller-manager over"
+        " the first SECONDS of each phase, into its output dir (bench/pprof.py)",
     )
     p.add_argument(
         "--ours-arg",

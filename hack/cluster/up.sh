@@ -291,6 +291,13 @@ EOF
 	echo "AUDIT_LOG=$D/logs/audit.log" >>"$D/cluster.env"
 fi
 
+# CPU profiles of the control plane (/debug/pprof on each component's secure port), for the
+# benchmark's --profile-control-plane; off otherwise, as in a production cluster.
+PROFILING=false
+if [[ ${T9KJOBS_PROFILING:-0} == 1 ]]; then
+	PROFILING=true
+fi
+
 # kube-scheduler's own gang scheduling (Kubernetes 1.36, alpha): the PodGroup API
 # (scheduling.k8s.io/v1alpha2) served by the API server, pods' spec.schedulingGroup kept, the
 # scheduler's GangScheduling plugin on, the controller-manager aware of PodGroups. The three
@@ -331,7 +338,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
 	--kubelet-certificate-authority="$P/ca.crt" \
 	--kubelet-preferred-address-types=InternalIP,Hostname \
 	--allow-privileged=true \
-	--profiling=false \
+	--profiling="$PROFILING" \
 	--v=1
 wait_for "kube-apiserver on $SERVER" kube-apiserver "${KUBECTL[@]}" get --raw /readyz
 
@@ -346,7 +353,7 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
 	--use-service-account-credentials=true \
 	--service-account-private-key-file="$P/sa.key" \
 	--root-ca-file="$P/ca.crt" \
-	--profiling=false \
+	--profiling="$PROFILING" \
 	--v=1
 
 start kube-scheduler "$BIN/kube-scheduler" \
@@ -357,7 +364,7 @@ start kube-scheduler "$BIN/kube-scheduler" \
 	--bind-address=127.0.0.1 \
 	--secure-port="$P_SCHED" \
 	--leader-elect=false \
-	--profiling=false \
+	--profiling="$PROFILING" \
 	--v=1
 
 # ---------------------------------------------------------------- nodes

@@ -12,7 +12,7 @@ kind.
 
 from __future__ import annotations
 
-from t9kjobs.objects import object_key
+from t9kjobs.objects import Obj, object_key
 from t9kjobs.testing.kit.examples import Example
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.violation import ContractViolation
@@ -28,7 +28,9 @@ def jobs_are_gangs(subject: Subject, example: Example) -> None:
     Under `--gang-scheduling native`, the first reconcile creates one kube-scheduler PodGroup
     named after the job before its pods, with `minCount` the pods the job cannot run without
     (every pod, or the kind's `Lifecycle.min_available`, never more than the pods, at least 1),
-    and every pod has `spec.schedulingGroup.podGroupName` naming it.
+    and every pod has `spec.schedulingGroup.podGroupName` naming it. A gang of one is none
+    (`t9kjobs.planner.placement.without_lone_gangs`): when that count is 1, no PodGroup and
+    no pod in one.
     """
     manager = subject.loaded()
     manager.configure({"gang-scheduling": "native"})  # the scheduling plugin's option
@@ -42,14 +44,17 @@ def jobs_are_gangs(subject: Subject, example: Example) -> None:
         return  # a job without pods has nothing to place
     groups = [o for o in created if object_key(o)[0] == _NATIVE]
     where = f"{example.id}"
+    least = job.spec.lifecycle().min_available
+    wanted = len(pods) if least is None else max(1, min(least, len(pods)))
+    if wanted == 1:
+        _no_gang(where, groups, pods)
+        return
     if [g["metadata"]["name"] for g in groups] != [job.name]:
         names = [g["metadata"]["name"] for g in groups]
         raise ContractViolation(f"{where}: one PodGroup named {job.name} expected, got {names}")
     group = groups[0]
     if created.index(group) > created.index(pods[0]):
         raise ContractViolation(f"{where}: the PodGroup must be created before the pods")
-    least = job.spec.lifecycle().min_available
-    wanted = len(pods) if least is None else max(1, min(least, len(pods)))
     count = group["spec"]["schedulingPolicy"]["gang"]["minCount"]
     if count != wanted:
         raise ContractViolation(
@@ -63,4 +68,20 @@ def jobs_are_gangs(subject: Subject, example: Example) -> None:
                 f"{where}: pod {pod['metadata']['name']} spec.schedulingGroup.podGroupName is"
                 f" {joined!r}, not {job.name!r}: its own t9kjobs_mutate_pod, or its template,"
                 " takes it out of the gang"
+            )
+
+
+def _no_gang(where: str, groups: list[Obj], pods: list[Obj]) -> None:
+    """A job whose gang would count one pod has none: no PodGroup, no pod naming one."""
+    if groups:
+        raise ContractViolation(
+            f"{where}: a gang of one pod is none, yet PodGroup"
+            f" {groups[0]['metadata']['name']} was created"
+        )
+    for pod in pods:
+        joined = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        if joined is not None:
+            raise ContractViolation(
+                f"{where}: pod {pod['metadata']['name']} names PodGroup {joined!r}, which a"
+                " job of one pod never has: it would wait for it for ever"
             )

@@ -25,6 +25,7 @@ from tests.unit.conftest import NOW
 from tests.unit.core.planner.sim import Sim
 from tests.unit.core.planner.tinyjob import TinyPlugin, tiny_job
 from tests.unit.plugins.deepspeed.jobs import with_spec
+from tests.unit.plugins.pytorch.helpers import manifest, replica
 from tests.unit.plugins.scheduling.jobs import MINIMA, MINIMA_IDS, SCHEDULER, generic_ddp
 
 NATIVE = "PodGroup.scheduling.k8s.io"
@@ -117,8 +118,24 @@ def test_min_count_is_what_the_job_cannot_run_without(
     manager: PluginManager, native: None, doc: Obj, pods: int, count: int
 ) -> None:
     p = _plan(manager, doc)
-    assert len([o for o in p.create if o["kind"] == "Pod"]) == pods
-    assert _native(p)[0]["spec"]["schedulingPolicy"]["gang"]["minCount"] == count
+    created = [o for o in p.create if o["kind"] == "Pod"]
+    assert len(created) == pods
+    if count == 1:  # a gang of one is none: no PodGroup, every pod placed on its own
+        assert not _native(p)
+        assert all("schedulingGroup" not in pod["spec"] for pod in created)
+    else:
+        assert _native(p)[0]["spec"]["schedulingPolicy"]["gang"]["minCount"] == count
+
+
+def test_a_job_of_one_pod_is_no_gang(manager: PluginManager, native: None) -> None:
+    """Its PodGroup would cost about 5 requests and place the pod as without it (#50)."""
+    doc = manifest(replica("master"))
+    p = _plan(manager, doc)
+    [pod] = [o for o in p.create if o["kind"] == "Pod"]
+    assert not _native(p)
+    assert "schedulingGroup" not in pod["spec"]
+    two = _plan(manager, manifest(replica("master"), replica("worker")))
+    assert [g["spec"]["schedulingPolicy"]["gang"]["minCount"] for g in _native(two)] == [2]
 
 
 def _elastic(manager: PluginManager) -> Sim:
