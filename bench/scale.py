@@ -251,7 +251,7 @@ spec: {{clusterQueue: {QUEUE}}}
             pids = {**cluster.pids(), "bench": os.getpid()}
             if op is not None:
                 pids["operator"] = op.pid
-            if op is not None and a.profile and self.key == "ours":
+            if op is not None and a.profile and self.key.startswith("ours"):
                 profiler = start_profiler(op.pid, self.dir / "profile.txt")
                 pids["py-spy"] = profiler.pid  # its CPU is part of the machine's, not ours
             sampler = Sampler(pids)
@@ -492,7 +492,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, help="output dir (default /tmp/t9kjobs-bench/<time>)")
     p.add_argument(
-        "--profile", action="store_true", help="sample our operator with py-spy (skews its figures)"
+        "--profile",
+        action="store_true",
+        help="sample our operator with py-spy in each of its phases (skews its figures)",
     )
     p.add_argument(
         "--profile-control-plane",

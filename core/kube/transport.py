@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util.ssl_ import create_urllib3_context
 
 from t9kjobs.kube.decoding import loads
 from t9kjobs.vocabulary import Obj
@@ -194,6 +196,24 @@ def retry_after(value: str | None) -> float:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
+def _tls_context(cfg: k8s_client.Configuration) -> ssl.SSLContext:
+    """One TLS context for every connection of a Transport, its CA and client certificate read
+    once. Given files instead, urllib3 builds a context for each new connection and reads them
+    again (the client key checked for a passphrase first): a creator thread's first request
+    cost it 40 ms of CPU in the 500-job burst (docs/benchmarks.md, issue #50)."""
+    context = create_urllib3_context(
+        cert_reqs=ssl.CERT_REQUIRED if cfg.verify_ssl else ssl.CERT_NONE
+    )
+    if cfg.verify_ssl:
+        if cfg.ssl_ca_cert:
+            context.load_verify_locations(cfg.ssl_ca_cert)
+        else:
+            context.load_default_certs()
+    if cfg.cert_file:
+        context.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    return context
+
+
 class Transport:
     def __init__(
         self,
@@ -210,17 +230,9 @@ class Transport:
             "maxsize": pool_size,
             "block": False,
             "socket_options": HTTPConnection.default_socket_options + KEEPALIVE,
+            "cert_reqs": "CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
+            "ssl_context": _tls_context(cfg),
         }
-        if cfg.verify_ssl:
-            kwargs["cert_reqs"] = "CERT_REQUIRED"
-            if cfg.ssl_ca_cert:
-                kwargs["ca_certs"] = cfg.ssl_ca_cert
-        else:
-            kwargs["cert_reqs"] = "CERT_NONE"
-        if cfg.cert_file:
-            kwargs["cert_file"] = cfg.cert_file
-        if cfg.key_file:
-            kwargs["key_file"] = cfg.key_file
         if getattr(cfg, "tls_server_name", None):
             kwargs["server_hostname"] = cfg.tls_server_name
         self._pool = urllib3.PoolManager(**kwargs)
