@@ -35,7 +35,7 @@ def _function(frame: str) -> str:
 _WAITS = re.compile(
     r"^(SSLSocket\.(read|recv_into)|socket\.recv|Condition\.wait|Event\.wait|Lock\.acquire"
     r"|_PollLikeSelector\.select|poll_wait_for_socket\.<locals>\.do_poll|sleep"
-    r"|Thread\.join|Queue\.get|_worker|SocketIO\.readinto) "
+    r"|Thread\.join|Queue\.get|_worker|SocketIO\.readinto|Handler\.acquire) "
 )
 
 
