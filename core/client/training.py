@@ -1,0 +1,112 @@
+"""`Client.train` and `Client.function_job`: the job of a kind that runs a Python function.
+
+The kind's plugin builds the spec (`t9kjobs_function_spec`, docs/plugin-guide.md), so the
+function runs the way the kind launches any program (torchrun for PyTorchTrainingJob, the
+deepspeed launcher for DeepSpeedJob, one process a pod for GenericJob) and a third-party kind
+opts in by implementing the hook. The function and its arguments travel as source and JSON
+(`t9kjobs.client.functions`); what cannot travel is refused before anything is built.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from t9kjobs.client.errors import ClientError, JobInvalid, UnknownKind
+from t9kjobs.client.functions import package_function
+from t9kjobs.client.reader import find_kind
+from t9kjobs.client.runner import BOOTSTRAP, PACKAGES_ENV
+from t9kjobs.kinds import FunctionRun
+from t9kjobs.loading import JobError, parse_job
+from t9kjobs.manager import PluginManager
+from t9kjobs.models import Job
+from t9kjobs.models.job import API_VERSION
+
+__all__ = ["function_job", "function_kinds"]
+
+# How the runner starts: `python3` is the interpreter of T9k's images (Debian's) and of any
+# venv; the local backend runs its own interpreter under that name (`t9kjobs.client.local`).
+COMMAND = ("python3", "-c", BOOTSTRAP)
+
+
+def function_kinds(plugins: PluginManager) -> list[str]:
+    """The kinds whose plugin can run a function (implements `t9kjobs_function_spec`)."""
+    return sorted(kind for kind in plugins.kinds if plugins.hooks_for(kind).runs_functions)
+
+
+def _resources(resources: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`{"cpu": 2, "nvidia.com/gpu": 1}` as a container's limits and requests (both: a pod
+    gets what it asked for)."""
+    if not resources:
+        return {}
+    if "limits" in resources or "requests" in resources:
+        return {k: {n: str(v) for n, v in dict(q).items()} for k, q in resources.items()}
+    quantities = {name: str(value) for name, value in resources.items()}
+    return {"limits": quantities, "requests": dict(quantities)}
+
+
+def _generate_name(fn: Callable[..., Any]) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", getattr(fn, "__name__", "fn").lower()).strip("-")
+    return f"{name[:40] or 'fn'}-"
+
+
+def function_job(
+    plugins: PluginManager,
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    kind: str,
+    nodes: int,
+    procs_per_node: int,
+    image: str,
+    resources: Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    packages: Sequence[str],
+    namespace: str,
+    name: str | None,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+) -> Job:
+    """The typed job that runs `fn(*args, **kwargs)` (not sent: `Client.create` sends it)."""
+    info = find_kind(kind, plugins)
+    if nodes < 1 or procs_per_node < 1:
+        raise ClientError(f"nodes={nodes}, procs_per_node={procs_per_node}: at least 1 each")
+    packaged = package_function(fn, args, kwargs)
+    run_env = {**packaged.env(), **{str(k): str(v) for k, v in (env or {}).items()}}
+    if packages:
+        run_env[PACKAGES_ENV] = json.dumps([str(p) for p in packages])
+    run = FunctionRun(
+        command=COMMAND,
+        env=run_env,
+        image=image,
+        nodes=nodes,
+        procs_per_node=procs_per_node,
+        resources=_resources(resources),
+    )
+    try:
+        spec = plugins.hooks_for(info.kind).function_spec(run)
+    except ValueError as exc:
+        raise ClientError(f"{info.kind} cannot run {packaged.name} so: {exc}") from None
+    if spec is None:
+        able = ", ".join(function_kinds(plugins)) or "none"
+        raise UnknownKind(
+            f"{info.kind} cannot run a function (its plugin implements no"
+            f" t9kjobs_function_spec); kinds that can: {able}"
+        )
+    meta: dict[str, Any] = {"namespace": namespace}
+    if name:
+        meta["name"] = name
+    else:
+        meta["generateName"] = _generate_name(fn)
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    manifest = {"apiVersion": API_VERSION, "kind": info.kind, "metadata": meta, "spec": spec}
+    try:
+        return parse_job(manifest, plugins)
+    except JobError as exc:
+        raise JobInvalid(f"the {info.kind} of {packaged.name}", exc.problems) from None
