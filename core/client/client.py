@@ -255,7 +255,13 @@ class Client:
             labels=labels, annotations=annotations,
         )  # fmt: skip
 
-    def train(self, fn: Callable[..., Any], *args: Any, **options: Any) -> Job:
+    def train(
+        self,
+        fn: Callable[..., Any],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Job:
         """Run `fn` as a job (docs/python.md, "From a function"): `kind` (default
         PyTorchTrainingJob: torchrun; DeepSpeedJob, GenericJob, any kind whose plugin
         implements `t9kjobs_function_spec`), `nodes` (pods), `procs_per_node`, `image`,
@@ -265,7 +271,7 @@ class Client:
         function receives `rank`, `world_size` and `local_rank` when it names them.
         `FunctionNotSendable` before anything is sent for what cannot travel; the job as
         created."""
-        return self.create(self.function_job(fn, *args, **options))
+        return self.create(self.function_job(fn, args, kwargs, **options))
 
     def get(self, job: JobLike, name: str | None = None, *, namespace: str | None = None) -> Job:
         """The job, with its status."""

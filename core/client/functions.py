@@ -1,8 +1,8 @@
 """A Python function as a job (`Client.train`): how it travels, and the job that runs it.
 
 The function travels as its source, not pickled: a program made of the imports it needs and its
-`def`, carried in the training container's environment beside its arguments as JSON and the
-runner (`t9kjobs.client.runner`). Whoever reviews the job (`kubectl get -o yaml`, `t9kjobs
+`def`, carried in the training container's environment (a JSON string, one line) beside its
+arguments as JSON and the runner (`t9kjobs.client.runner`). Whoever reviews the job (`kubectl get -o yaml`, `t9kjobs
 render`) reads exactly what will run; the image needs neither cloudpickle nor the notebook's
 Python version, and nothing opaque is executed in the cluster. The price is that what the
 function refers to must be namable, which is checked here before anything is sent:
@@ -57,13 +57,14 @@ class Packaged:
     arguments: str  # {"args": [...], "kwargs": {...}}
 
     def env(self) -> dict[str, str]:
-        """What the runner reads, by variable name (the runner itself too)."""
+        """What the runner reads, by variable name (the runner itself too); sources as JSON
+        strings, one line each (`t9kjobs.client.runner`)."""
         return {
-            runner.FUNCTION_ENV: self.program,
+            runner.FUNCTION_ENV: json.dumps(self.program),
             runner.NAME_ENV: self.name,
             runner.ARGS_ENV: self.arguments,
-            runner.RUNNER_ENV: _own_source(runner),
-            runner.PROGRESS_ENV: _own_source(_progress()),
+            runner.RUNNER_ENV: json.dumps(_own_source(runner)),
+            runner.PROGRESS_ENV: json.dumps(_own_source(_progress())),
         }
 
 
@@ -123,16 +124,16 @@ def _import_line(name: str, value: Any, problems: list[str]) -> str | None:
         if not top:
             return f"import {module}" if module == name else f"import {module} as {name}"
         return f"from {top} import {rest}" + ("" if rest == name else f" as {name}")
-    module = getattr(value, "__module__", None)
+    owner = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None)
-    if not module or module == "__main__" or qualname is None or "." in qualname:
+    if not owner or owner == "__main__" or qualname is None or "." in qualname:
         what = type(value).__name__
         problems.append(f"`{name}` (a {what} of the notebook or script, module __main__)")
         return None
-    if _local_module(module):
-        problems.append(f"`{name}` comes from {module}, a local file that does not travel")
+    if _local_module(owner):
+        problems.append(f"`{name}` comes from {owner}, a local file that does not travel")
         return None
-    return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
+    return f"from {owner} import {qualname}" + ("" if qualname == name else f" as {name}")
 
 
 def _definition(fn: types.FunctionType) -> ast.FunctionDef:

@@ -1,7 +1,9 @@
 """What runs a `Client.train` function inside the job: every process the kind's launcher starts.
 
-It travels with the job, as source, in the training container's environment (`RUNNER_ENV`), and
-is started by `python3 -c "<BOOTSTRAP>"`, so any image with Python runs it: T9k's training
+It travels with the job, as source, in the training container's environment (`RUNNER_ENV`; each
+source there is a JSON string, one line, as DeepSpeed's launcher forwards the environment one
+`VAR=VAL` a line to the other workers), and is started by `python3 -c "<BOOTSTRAP>"`, so any
+image with Python runs it: T9k's training
 images, and the real node's, do not carry t9k-jobs. It needs the standard library alone. In
 order, each process:
 
@@ -61,7 +63,9 @@ PROGRESS_ENV = "T9KJOBS_PROGRESS_SOURCE"
 # The exit code of a process whose packages could not be installed.
 PACKAGES_FAILED = 3
 # The one line every process starts with: this module's source, from the environment.
-BOOTSTRAP = f"import os;exec(compile(os.environ['{RUNNER_ENV}'],'t9kjobs-runner','exec'))"
+BOOTSTRAP = (
+    f"import json,os;exec(compile(json.loads(os.environ['{RUNNER_ENV}']),'t9kjobs-runner','exec'))"
+)
 # The keyword arguments a function receives when its signature names them.
 _CONTEXT = ("rank", "world_size", "local_rank")
 
@@ -114,9 +118,10 @@ def _progress_module() -> None:
     try:
         import t9kjobs.progress  # noqa: F401  # installed in the image: nothing to do
     except ImportError:
-        source = os.environ.get(PROGRESS_ENV)
-        if not source:
+        carried = os.environ.get(PROGRESS_ENV)
+        if not carried:
             return
+        source = json.loads(carried)
         package = types.ModuleType("t9kjobs")
         package.__path__ = []
         module = types.ModuleType("t9kjobs.progress")
@@ -132,7 +137,7 @@ def _join(framework: str) -> bool:
         import torch.distributed as dist  # type: ignore[import-not-found]
 
         if not dist.is_initialized():
-            import torch  # type: ignore[import-not-found]
+            import torch
 
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         return True
@@ -174,7 +179,7 @@ def main() -> int:
     joined = False
     try:
         joined = _join(os.environ.get(DISTRIBUTED_ENV, ""))
-        program = os.environ[FUNCTION_ENV]
+        program = json.loads(os.environ[FUNCTION_ENV])
         filename = f"<function {os.environ[NAME_ENV]}>"
         # a traceback shows the function's lines, as it would from a file
         linecache.cache[filename] = (len(program), None, program.splitlines(True), filename)

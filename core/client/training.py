@@ -72,6 +72,8 @@ def function_job(
 ) -> Job:
     """The typed job that runs `fn(*args, **kwargs)` (not sent: `Client.create` sends it)."""
     info = find_kind(kind, plugins)
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise ClientError(f"args={args!r}: a list or tuple of the function's arguments")
     if nodes < 1 or procs_per_node < 1:
         raise ClientError(f"nodes={nodes}, procs_per_node={procs_per_node}: at least 1 each")
     packaged = package_function(fn, args, kwargs)

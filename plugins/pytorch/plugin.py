@@ -241,7 +241,7 @@ def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdic
 def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
     """torchrun on a master and `nodes - 1` workers, `procs_per_node` processes each, running
     the function's command as it is (`--no_python`); the runner joins torch.distributed."""
-    container = {
+    container: dict[str, Any] = {
         "name": TRAINING_CONTAINER,
         "image": run.image,
         "args": list(run.command),
@@ -253,7 +253,7 @@ def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
     if run.resources:
         container["resources"] = dict(run.resources)
     template = {"spec": {"containers": [container]}}
-    replicas = [{"type": "master", "replicas": 1, "restartPolicy": "Never", "template": template}]
+    replicas: list[dict[str, Any]] = [{"type": "master", "replicas": 1, "restartPolicy": "Never", "template": template}]
     if run.nodes > 1:
         replicas.append(
             {
