@@ -2,10 +2,11 @@
 
 The function travels as its source, not pickled: a program made of the imports it needs and its
 `def`, carried in the training container's environment (a JSON string, one line) beside its
-arguments as JSON and the runner (`t9kjobs.client.runner`). Whoever reviews the job (`kubectl get -o yaml`, `t9kjobs
-render`) reads exactly what will run; the image needs neither cloudpickle nor the notebook's
-Python version, and nothing opaque is executed in the cluster. The price is that what the
-function refers to must be namable, which is checked here before anything is sent:
+arguments as JSON and the runner (`t9kjobs.client.runner`). Whoever reviews the job (`kubectl
+get -o yaml`, `t9kjobs render`) reads exactly what will run; the image needs neither
+cloudpickle nor the notebook's Python version, and nothing opaque is executed in the cluster.
+The price is that what the function refers to must be namable, which is checked here before
+anything is sent:
 
 * a plain function written with `def` at the top level of its cell or module, no lambda, no
   nested function, no closure, no decorator; its source must be readable (`inspect`);

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,7 +104,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    state = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0]
+    state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
     return state != "Z"  # a zombie is gone, waiting to be reaped
 
 
