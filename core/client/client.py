@@ -66,6 +66,8 @@ def _manifest(job: Job) -> dict[str, Any]:
     """The manifest of a Job built in Python: what the API server takes."""
     meta = job.metadata.model_dump(by_alias=True, exclude_none=True, mode="json")
     meta.pop("uid", None)
+    if meta.get("generateName") and meta.get("name") == f"{meta['generateName']}xxxxx":
+        del meta["name"]  # the stand-in name parsing gives (`t9kjobs.loading`): the server names it
     kept = {
         k: v
         for k, v in meta.items()

@@ -253,7 +253,9 @@ def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
     if run.resources:
         container["resources"] = dict(run.resources)
     template = {"spec": {"containers": [container]}}
-    replicas: list[dict[str, Any]] = [{"type": "master", "replicas": 1, "restartPolicy": "Never", "template": template}]
+    replicas: list[dict[str, Any]] = [
+        {"type": "master", "replicas": 1, "restartPolicy": "Never", "template": template}
+    ]
     if run.nodes > 1:
         replicas.append(
             {

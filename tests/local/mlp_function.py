@@ -1,11 +1,14 @@
 """The MLP of the trainer image's examples/mlp.py (the same model, data and DDP step on gloo),
-as a function `Client.train` sends: the local tier and docs/notebooks/train.ipynb train it."""
+as a function `Client.train` sends (docs/notebooks/train.ipynb has it too, in a cell). Each line
+is one write: ranks share a stdout."""
 
 from __future__ import annotations
 
 
 def train_mlp(steps: int = 60, lr: float = 0.05, *, rank: int, world_size: int) -> None:
     """Train data-parallel; rank 0 reports each step's loss (`t9kjobs.progress.report`)."""
+    import sys
+
     import torch
     import torch.distributed as dist
 
@@ -25,7 +28,7 @@ def train_mlp(steps: int = 60, lr: float = 0.05, *, rank: int, world_size: int) 
         loss.backward()
         opt.step()
         if step == 1:
-            print(f"start rank={rank} world={world_size} loss={float(loss):.5f}", flush=True)
+            sys.stdout.write(f"start rank={rank} world={world_size} loss={float(loss):.5f}\n")
         report(step, steps, every=0, loss=float(loss))
-    print(f"done rank={rank} world={world_size} last_loss={float(loss):.5f}", flush=True)
+    sys.stdout.write(f"done rank={rank} world={world_size} last_loss={float(loss):.5f}\n")
     dist.barrier()

@@ -35,9 +35,11 @@ from t9kjobs.objects import Obj
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.render import render_job
 
-__all__ = ["LocalClient", "LocalReader"]
+__all__ = ["PYTHON_ENV", "LocalClient", "LocalReader"]
 
 _Key = tuple[str, str, str]  # namespace, kind, name
+# The interpreter of the replicas when `python` is not given (e.g. one with torch).
+PYTHON_ENV = "T9KJOBS_LOCAL_PYTHON"
 
 
 def _selected(labels: dict[str, str], selector: str | None) -> bool:
@@ -155,8 +157,8 @@ class LocalClient(Client):
     """Jobs as process groups of this machine (docs/python.md, "The local backend").
 
     `python` is the interpreter every replica runs (`python3`, `python` and `torchrun` in the
-    pods' commands; default: this one); `folder` holds each job's folder, its working
-    directory and its replicas' logs (default: a new temporary folder)."""
+    pods' commands; default: $T9KJOBS_LOCAL_PYTHON, else this one); `folder` holds each job's
+    folder, its working directory and its replicas' logs (default: a new temporary folder)."""
 
     default_image = "local"
 
@@ -175,7 +177,7 @@ class LocalClient(Client):
             raise ClientError(f"the local backend talks to no cluster: {', '.join(given)} given")
         self.plugins = plugins if plugins is not None else load_plugins()
         self.namespace = namespace or "default"
-        self.python = os.fspath(python or sys.executable)
+        self.python = os.fspath(python or os.environ.get(PYTHON_ENV) or sys.executable)
         self.folder = Path(folder or tempfile.mkdtemp(prefix="t9kjobs-local-"))
         self.local_jobs: dict[_Key, LocalJob] = {}
         self.local_reader = LocalReader(self.plugins, self.local_jobs)

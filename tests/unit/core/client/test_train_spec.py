@@ -92,6 +92,7 @@ def test_deepspeed_runs_the_function_on_every_slot(client: Client) -> None:
     assert spec["config"]["slotsPerWorker"] == 2 and spec["config"]["localRank"] is False
     assert spec["worker"]["replicas"] == 2
     assert job.metadata.generate_name == "fit-"
+    assert "name" not in client.check(job)["metadata"]  # the server names it
     launcher = next(p for name, p in _pods(client, job).items() if name.endswith("-worker-0"))
     assert "--no_python" in " ".join(launcher["spec"]["containers"][0]["command"])
 
