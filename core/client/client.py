@@ -16,7 +16,7 @@ import builtins
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from t9kjobs.client.errors import (
 )
 from t9kjobs.client.job_logs import JobLogs, LogLine
 from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind, uid_of
-from t9kjobs.client.training import function_job
+from t9kjobs.client.training import FunctionJobs
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.resources import job_resource
 from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
@@ -99,7 +99,7 @@ def _configuration(
         raise NoCluster(f"no cluster to talk to: {exc}") from None
 
 
-class Client:
+class Client(FunctionJobs):
     """Jobs on one cluster.
 
     `kubeconfig` (a path) and `context` choose the cluster as kubectl does ($KUBECONFIG,
@@ -109,9 +109,6 @@ class Client:
     pod's, else `default`). `plugins` is the plugin manager (default: every installed plugin).
     `backend="local"` runs jobs as processes of this machine instead (`LocalClient`).
     """
-
-    # The image of a function's job when `train` is given none (None: one must be given).
-    default_image: str | None = None
 
     def __new__(cls, *args: Any, backend: str = "cluster", **kwargs: Any) -> Client:
         """`backend="local"`: a `t9kjobs.client.local.LocalClient` (docs/python.md)."""
@@ -226,54 +223,6 @@ class Client:
         what = f"{info.kind}/{name} in namespace {meta['namespace']}"
         path = job_resource(info).path(meta["namespace"])
         return self._typed(self.reader.call("POST", path, what, body=doc))
-
-    def function_job(
-        self,
-        fn: Callable[..., Any],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        kind: str = "PyTorchTrainingJob",
-        nodes: int = 1,
-        procs_per_node: int = 1,
-        image: str | None = None,
-        resources: Mapping[str, Any] | None = None,
-        env: Mapping[str, str] | None = None,
-        packages: Sequence[str] = (),
-        namespace: str | None = None,
-        name: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> Job:
-        """The typed job that would run `fn(*args, **kwargs)`, not sent: change its spec
-        through the kind's model, then `create` it. The arguments are `train`'s."""
-        image = image or self.default_image
-        if not image:
-            raise ClientError("image=: the image that runs the function (with its Python)")
-        return function_job(
-            self.plugins, fn, args, kwargs, kind=kind, nodes=nodes,
-            procs_per_node=procs_per_node, image=image, resources=resources, env=env,
-            packages=packages, namespace=namespace or self.namespace, name=name,
-            labels=labels, annotations=annotations,
-        )  # fmt: skip
-
-    def train(
-        self,
-        fn: Callable[..., Any],
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> Job:
-        """Run `fn` as a job (docs/python.md, "From a function"): `kind` (default
-        PyTorchTrainingJob: torchrun; DeepSpeedJob, GenericJob, any kind whose plugin
-        implements `t9kjobs_function_spec`), `nodes` (pods), `procs_per_node`, `image`,
-        `resources` (`{"cpu": 2, "nvidia.com/gpu": 1}`), `env`, `packages` (pip requirement
-        lines, installed at start), `namespace`, `name` (default: generated from the
-        function's), `labels`, `annotations`, and `args`/`kwargs` for the function (JSON). The
-        function receives `rank`, `world_size` and `local_rank` when it names them.
-        `FunctionNotSendable` before anything is sent for what cannot travel; the job as
-        created."""
-        return self.create(self.function_job(fn, args, kwargs, **options))
 
     def get(self, job: JobLike, name: str | None = None, *, namespace: str | None = None) -> Job:
         """The job, with its status."""

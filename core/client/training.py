@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from t9kjobs.client.errors import ClientError, JobInvalid, UnknownKind
 from t9kjobs.client.functions import package_function
@@ -24,7 +24,7 @@ from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
 from t9kjobs.models.job import API_VERSION
 
-__all__ = ["function_job", "function_kinds"]
+__all__ = ["FunctionJobs", "build_function_job", "function_kinds"]
 
 # How the runner starts: `python3` is the interpreter of T9k's images (Debian's) and of any
 # venv; the local backend runs its own interpreter under that name (`t9kjobs.client.local`).
@@ -52,7 +52,7 @@ def _generate_name(fn: Callable[..., Any]) -> str:
     return f"{name[:40] or 'fn'}-"
 
 
-def function_job(
+def build_function_job(
     plugins: PluginManager,
     fn: Callable[..., Any],
     args: Sequence[Any] = (),
@@ -112,3 +112,66 @@ def function_job(
         return parse_job(manifest, plugins)
     except JobError as exc:
         raise JobInvalid(f"the {info.kind} of {packaged.name}", exc.problems) from None
+
+
+class FunctionJobs:
+    """`Client.function_job` and `Client.train` (a base of `Client`, kept here beside what
+    they call)."""
+
+    plugins: PluginManager
+    namespace: str
+    # The image of a function's job when none is given (None: one must be; the local backend
+    # runs none).
+    default_image: str | None = None
+
+    if TYPE_CHECKING:
+
+        def create(self, source: Job, *, namespace: str | None = None) -> Job: ...
+
+    def function_job(
+        self,
+        fn: Callable[..., Any],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        kind: str = "PyTorchTrainingJob",
+        nodes: int = 1,
+        procs_per_node: int = 1,
+        image: str | None = None,
+        resources: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        packages: Sequence[str] = (),
+        namespace: str | None = None,
+        name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> Job:
+        """The typed job that would run `fn(*args, **kwargs)`, not sent: change its spec
+        through the kind's model, then `create` it. The arguments are `train`'s."""
+        image = image or self.default_image
+        if not image:
+            raise ClientError("image=: the image that runs the function (with its Python)")
+        return build_function_job(
+            self.plugins, fn, args, kwargs, kind=kind, nodes=nodes,
+            procs_per_node=procs_per_node, image=image, resources=resources, env=env,
+            packages=packages, namespace=namespace or self.namespace, name=name,
+            labels=labels, annotations=annotations,
+        )  # fmt: skip
+
+    def train(
+        self,
+        fn: Callable[..., Any],
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Job:
+        """Run `fn` as a job (docs/python.md, "From a function"): `kind` (default
+        PyTorchTrainingJob: torchrun; DeepSpeedJob, GenericJob, any kind whose plugin
+        implements `t9kjobs_function_spec`), `nodes` (pods), `procs_per_node`, `image`,
+        `resources` (`{"cpu": 2, "nvidia.com/gpu": 1}`), `env`, `packages` (pip requirement
+        lines, installed at start), `namespace`, `name` (default: generated from the
+        function's), `labels`, `annotations`, and `args`/`kwargs` for the function (JSON). The
+        function receives `rank`, `world_size` and `local_rank` when it names them.
+        `FunctionNotSendable` before anything is sent for what cannot travel; the job as
+        created."""
+        return self.create(self.function_job(fn, args, kwargs, **options))
