@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ def torch_python() -> str:
 
 
 @pytest.fixture
-def local(tmp_path: pytest.TempPathFactory) -> Iterator[LocalClient]:
+def local(tmp_path: Path) -> Iterator[LocalClient]:
     """A local client with no cluster; every job it still runs is stopped after the test."""
     client = LocalClient(folder=tmp_path)
     yield client

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from t9kjobs.client import JobEnded
+from t9kjobs.client import ClientError, JobEnded
 from t9kjobs.client.local import LocalClient, LocalUnsupported
 from tests.repo import REPO
 
@@ -170,6 +170,12 @@ def test_what_cannot_run_here_is_refused_before_anything_starts(local: LocalClie
     with pytest.raises(LocalUnsupported, match=r"asks for \d+ nvidia.com/gpu in all and this"):
         local.create(REPO / "examples/pytorchtrainingjob/torchrun-gpu.yaml")
     assert local.list() == []
+    missing = generic("missing", "")
+    missing["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"] = [
+        "t9k-none"
+    ]
+    with pytest.raises(ClientError, match="Pod missing-worker-0: cannot start 't9k-none' here"):
+        local.create(missing)
     job = local.create(generic("paused", "import time; time.sleep(300)", replicas=1))
     with pytest.raises(LocalUnsupported, match="cannot pause"):
         local.pause(job)

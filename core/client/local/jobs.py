@@ -7,8 +7,10 @@ container's log) is kept with a timestamp a line, in memory for `logs` and in
 kind's `t9kjobs_compute_status` judges the replicas' exit codes, and the progress is read from
 the deciding replica's log (`t9kjobs.progress`) and recorded as the planner records it.
 
-Every process still running is stopped when its job is deleted and when the interpreter exits
-(`atexit`): SIGTERM to the group, SIGKILL after `STOP_GRACE_SECONDS`.
+The job is judged again whenever a replica ends (and whenever it is read), so that a failed job
+stops its other replicas at once. Every process still running is stopped when its job is
+deleted, when it failed, and when the interpreter exits (`atexit`): SIGTERM to the group,
+SIGKILL after `STOP_GRACE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from t9kjobs.client.errors import ClientError
 from t9kjobs.client.local.launch import Replica
 from t9kjobs.kinds import ReplicaState
 from t9kjobs.manager import PluginManager
@@ -54,6 +57,7 @@ class Process:
     popen: subprocess.Popen[bytes]
     log_path: Path
     uid: str
+    on_end: Callable[[], None]  # the job judges its replicas again
     lines: list[str] = field(default_factory=list)  # `<RFC 3339> <text>`
     ended: threading.Event = field(default_factory=threading.Event)
     started: str = field(default_factory=_now)
@@ -70,6 +74,7 @@ class Process:
                 log.flush()
         self.popen.wait()
         self.ended.set()
+        self.on_end()
 
     @property
     def exit_code(self) -> int | None:
@@ -111,23 +116,31 @@ class LocalJob:
         self.lock = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
         for n, replica in enumerate(replicas):
-            popen = subprocess.Popen(
-                list(replica.argv),
-                env=dict(replica.env),
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: stopped whole
-            )
-            process = Process(
-                replica, popen, folder / f"{replica.name}.log", f"{job.metadata.uid}-{n}"
-            )
+            try:
+                popen = subprocess.Popen(
+                    list(replica.argv),
+                    env=dict(replica.env),
+                    cwd=folder,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: stopped whole
+                )
+            except OSError as exc:  # no such program here: none of the job runs
+                for started in self.processes:
+                    started.popen.kill()
+                    started.popen.wait()
+                raise ClientError(
+                    f"Pod {replica.name}: cannot start {replica.argv[0]!r} here: {exc.strerror}"
+                ) from None
+            log = folder / f"{replica.name}.log"
+            process = Process(replica, popen, log, f"{job.metadata.uid}-{n}", self.refresh)
             self.processes.append(process)
-            threading.Thread(target=process.pump, daemon=True).start()
             self.event(
                 "Pod", replica.name, "Started", f"pid {popen.pid}: {' '.join(replica.argv)[:300]}"
             )
+        for process in self.processes:  # judged once every replica is there
+            threading.Thread(target=process.pump, daemon=True).start()
         _live.add(self)
 
     def event(self, kind: str, name: str, reason: str, message: str, type_: str = "Normal") -> None:
