@@ -73,7 +73,7 @@ def test_two_jobs_meet_each_at_its_own_local_port(local: LocalClient) -> None:
     assert [j.status.phase for j in jobs] == ["Running", "Running"]
     seen = {}
     for job in jobs:
-        done = local.wait(job, timeout=60)
+        done = local.wait(job, timeout=60, interval=0.5)
         assert done.status.phase == "Succeeded"
         assert done.status.progress is not None
         assert done.status.progress.metrics == {"loss": 0.25}
@@ -91,7 +91,7 @@ def test_two_jobs_meet_each_at_its_own_local_port(local: LocalClient) -> None:
 
 def test_a_failed_replica_fails_the_job_naming_it(local: LocalClient) -> None:
     job = local.create(generic("fails", "import sys; print('bye'); sys.exit(3)", replicas=1))
-    done = local.wait(job, timeout=60)
+    done = local.wait(job, timeout=60, interval=0.5)
     assert done.status.phase == "Failed"
     assert "fails-worker-0 failed with exit code 3" in str(done.status.conditions[0].message)
     with pytest.raises(JobEnded, match="Failed"):
@@ -155,7 +155,7 @@ def test_interpreter_exit_stops_the_jobs(tmp_path: Any) -> None:
 
 def test_a_function_runs_on_local_workers(local: LocalClient) -> None:
     job = local.train(say_rank, ["hi"], kind="GenericJob", nodes=2, name="fn")
-    assert local.wait(job, timeout=60).status.phase == "Succeeded"
+    assert local.wait(job, timeout=60, interval=0.5).status.phase == "Succeeded"
     lines = sorted(str(line) for line in local.logs(job, all_replicas=True))
     assert lines == ["[worker-0] hi from 0 of 2", "[worker-1] hi from 1 of 2"]
 
