@@ -37,12 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from t9kjobs import progress
 from t9kjobs.client import runner
 from t9kjobs.client.errors import ClientError
 
 __all__ = ["FunctionNotSendable", "Packaged", "package_function"]
-
-_CONTEXT = ("rank", "world_size", "local_rank")
 
 
 class FunctionNotSendable(ClientError):
@@ -65,14 +64,8 @@ class Packaged:
             runner.NAME_ENV: self.name,
             runner.ARGS_ENV: self.arguments,
             runner.RUNNER_ENV: json.dumps(_own_source(runner)),
-            runner.PROGRESS_ENV: json.dumps(_own_source(_progress())),
+            runner.PROGRESS_ENV: json.dumps(_own_source(progress)),
         }
-
-
-def _progress() -> types.ModuleType:
-    from t9kjobs import progress
-
-    return progress
 
 
 def _own_source(module: types.ModuleType) -> str:
@@ -240,7 +233,9 @@ def package_function(
         )
     try:
         signature = inspect.signature(fn)
-        context = {k: 0 for k in _CONTEXT if k in signature.parameters and k not in kwargs}
+        context = {
+            k: 0 for k in runner.CONTEXT_ARGUMENTS if k in signature.parameters and k not in kwargs
+        }
         signature.bind(*args, **kwargs, **context)
     except TypeError as exc:
         raise FunctionNotSendable(f"{name}: the arguments do not fit it: {exc}") from None

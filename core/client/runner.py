@@ -43,6 +43,7 @@ from typing import Any
 __all__ = [
     "ARGS_ENV",
     "BOOTSTRAP",
+    "CONTEXT_ARGUMENTS",
     "DISTRIBUTED_ENV",
     "FUNCTION_ENV",
     "NAME_ENV",
@@ -67,7 +68,7 @@ BOOTSTRAP = (
     f"import json,os;exec(compile(json.loads(os.environ['{RUNNER_ENV}']),'t9kjobs-runner','exec'))"
 )
 # The keyword arguments a function receives when its signature names them.
-_CONTEXT = ("rank", "world_size", "local_rank")
+CONTEXT_ARGUMENTS = ("rank", "world_size", "local_rank")
 
 
 def _say(text: str) -> None:
@@ -84,7 +85,7 @@ def _install(requirements: list[str]) -> str | None:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the other ranks of this machine wait here
         if os.path.exists(os.path.join(folder, ".done")):
             return folder
-        failed = os.path.join(folder + ".failed")
+        failed = f"{folder}.failed"
         if os.path.exists(failed):  # a rank before this one tried: say the same
             with open(failed) as f:
                 _say(f.read())
@@ -160,7 +161,7 @@ def _call(namespace: dict[str, Any]) -> None:
         "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
     }
     taken = inspect.signature(function).parameters
-    for key in _CONTEXT:
+    for key in CONTEXT_ARGUMENTS:
         if key in taken and key not in kwargs:
             kwargs[key] = context[key]
     function(*args, **kwargs)
