@@ -115,7 +115,7 @@ class Client(FunctionJobs):
         if backend not in ("cluster", "local"):
             raise ValueError(f"backend={backend!r}: 'cluster' or 'local'")
         if backend == "local" and cls is Client:
-            from t9kjobs.client.local import LocalClient
+            from t9kjobs.client.local import LocalClient  # a subclass: imported once this exists
 
             return super().__new__(LocalClient)
         return super().__new__(cls)
