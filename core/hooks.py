@@ -31,11 +31,12 @@ version of the t9k-jobs distribution, so a plugin pins `t9k-jobs>=X.Y,<X+1`:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pluggy
 
 from t9kjobs.features import ChildKind, Option, OptionValue
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.kinds import FunctionRun, KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj
 
@@ -52,6 +53,7 @@ FRAMEWORK_HOOKS = (
     "t9kjobs_build_objects",
     "t9kjobs_compute_status",
     "t9kjobs_update_status",
+    "t9kjobs_function_spec",
 )
 
 
@@ -221,4 +223,23 @@ class JobHooks:
         in place; `children` are the job's objects in the cluster by (kind, name). Called on
         every reconcile of an unfinished job, after the engine wrote phase, conditions and
         tasks (e.g. PyTorchTrainingJob reports its TensorBoard in `status.tensorboard`).
+        """
+
+    @hookspec(firstresult=True)
+    def t9kjobs_function_spec(self, run: FunctionRun) -> dict[str, Any] | None:
+        """Framework hook, optional. The spec of a job of this kind that runs a Python function
+        (`Client.train`), or None (no implementation: the same) when the kind cannot run one.
+
+        Return the spec as a manifest writes it (camelCase keys, plain JSON values; the client
+        parses it with the kind's spec model, so a spec the model refuses is the plugin's
+        error): `run.nodes` pods (replicas), each starting `run.procs_per_node` processes of
+        `run.command` the way the kind launches its program, with `run.env` set on the
+        training container beside what the kind sets, `run.image` as its image and
+        `run.resources` as its resources; the function must be the only program the job runs
+        (no other command: the function's end is the job's end). Set
+        `T9KJOBS_FUNCTION_DISTRIBUTED` in the env to `torch` or `deepspeed` when the kind's
+        launcher prepares that framework's rendezvous, so that the runner joins it before the
+        function starts. Raise `ValueError` for a shape the kind cannot run (e.g. several
+        processes in a pod of a kind that starts one): the client says it, naming the kind.
+        Pure, like every hook.
         """

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from t9kjobs.models import JobSpec, JobStatus
 
-__all__ = ["KindInfo", "Problem", "ReplicaState", "Verdict", "replicas_lost"]
+__all__ = ["FunctionRun", "KindInfo", "Problem", "ReplicaState", "Verdict", "replicas_lost"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,28 @@ class KindInfo:
     @property
     def singular(self) -> str:
         return self.kind.lower()
+
+
+@dataclass(frozen=True)
+class FunctionRun:
+    """A Python function to run as a job (`Client.train`), as `t9kjobs_function_spec` gets it.
+
+    `command` runs the function in one process (`python3 -c <the runner>`): the kind's launcher
+    starts it once per process, with the environment the kind gives each rank (RANK,
+    WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/MASTER_PORT as torch reads them) plus `env`, which
+    carries the function, its arguments and the runner (every training container needs all of
+    it). `distributed` names what the runner initialises before calling the function: `torch`
+    (`torch.distributed.init_process_group`), `deepspeed` (`deepspeed.init_distributed`), or ""
+    (nothing: the function reads its rank and meets its peers itself). `resources` is the
+    training container's `resources` (`{"limits": {...}}`), `{}` when none was asked for.
+    """
+
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    image: str
+    nodes: int = 1
+    procs_per_node: int = 1
+    resources: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

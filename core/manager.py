@@ -25,7 +25,7 @@ import pluggy
 
 from t9kjobs.features import ChildKind, Option, OptionValue
 from t9kjobs.hooks import FRAMEWORK_HOOKS, PROJECT, JobHooks
-from t9kjobs.kinds import KindInfo, Problem, ReplicaState, Verdict
+from t9kjobs.kinds import FunctionRun, KindInfo, Problem, ReplicaState, Verdict
 from t9kjobs.models import Job, JobStatus
 from t9kjobs.objects import DesiredPod, Obj
 
@@ -97,6 +97,16 @@ class KindHooks:
         self, job: Job, status: JobStatus, children: Mapping[tuple[str, str], Obj]
     ) -> None:
         self._framework["t9kjobs_update_status"](job=job, status=status, children=children)
+
+    @property
+    def runs_functions(self) -> bool:
+        """Whether the kind's plugin implements `t9kjobs_function_spec`."""
+        return bool(self._framework["t9kjobs_function_spec"].get_hookimpls())
+
+    def function_spec(self, run: FunctionRun) -> dict[str, Any] | None:
+        """The kind's spec of a job that runs a function; None when the kind runs none."""
+        result: dict[str, Any] | None = self._framework["t9kjobs_function_spec"](run=run)
+        return result
 
     def auxiliary_objects(
         self, job: Job, pods: Sequence[DesiredPod], absent_kinds: frozenset[str] = frozenset()

@@ -344,7 +344,12 @@ def _arm_stack_dump(now: float) -> None:
 def _print(parts: list[str], out: TextIO | None) -> None:
     if _checkpoint is not None:
         parts += [f"{CHECKPOINT_KEY}={_checkpoint[0]}", f"{CHECKPOINT_STEP_KEY}={_checkpoint[1]}"]
-    print(" ".join(parts), file=out or sys.stdout, flush=True)
+    # One write, the newline in it: ranks sharing a stdout (torchrun's on one pod) never merge
+    # lines, as print's separate write of the newline lets them (a line ending
+    # `loss=0.05done rank=1 ...` loses its metric).
+    stream = out or sys.stdout
+    stream.write(" ".join(parts) + "\n")
+    stream.flush()
 
 
 def report(

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from t9kjobs.kinds import ReplicaState
+from t9kjobs.kinds import FunctionRun, ReplicaState
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import dump
@@ -184,6 +184,16 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
             'dump(status)["tensorboard"]',
         ),
     ],
+    "t9kjobs_function_spec": [
+        (
+            "GenericJob runs a function on `nodes` workers, one process each, with torch's"
+            " env:// variables (`run.env` is the function, its arguments and the runner:"
+            " shortened here):",
+            'run = FunctionRun(command=("python3", "-c", "<runner>"), env={"T9KJOBS_FUNCTION_NAME":'
+            ' "train"}, image="trainer:1", nodes=2)\n'
+            "generic.t9kjobs_function_spec(run=run)",
+        ),
+    ],
 }
 
 
@@ -204,6 +214,7 @@ def namespace() -> dict[str, Any]:
     return {
         "REPO": REPO,
         "TEMPLATE": TEMPLATE,
+        "FunctionRun": FunctionRun,
         "ReplicaState": ReplicaState,
         "dump": dump,
         "job": job_from_yaml(examples / "pi.yaml", manager),
@@ -212,6 +223,7 @@ def namespace() -> dict[str, Any]:
         "manifest": lambda name: yaml.safe_load((examples / name).read_text()),
         "mpijob": plugin,
         "parse_job": parse_job,
+        "generic": importlib.import_module("t9kjobs.plugins.generic.plugin"),
         "networkpolicy": importlib.import_module("t9kjobs.plugins.networkpolicy.plugin"),
         "pytorch": importlib.import_module("t9kjobs.plugins.pytorch.plugin"),
         "scheduling": importlib.import_module("t9kjobs.plugins.scheduling.plugin"),

@@ -11,7 +11,9 @@
     client.delete(job, wait=True)
 
 Every method is in `Client` (`client`), its exceptions in `errors`, a log line is a `LogLine`
-(`logs`); the walkthrough is docs/python.md. `t9kjobs describe` and `t9kjobs logs` are this
+(`logs`); the walkthrough is docs/python.md. `client.train(fn, ...)` runs a Python function as a
+job (`training`, `functions`, `runner`), and `Client(backend="local")` runs jobs as processes
+of this machine (`local`). `t9kjobs describe` and `t9kjobs logs` are this
 package too, so the CLI and the client say the same.
 
 The package stands above the operator's I/O boundary (`t9kjobs.kube`) and below the CLI; it
@@ -32,18 +34,23 @@ from t9kjobs.client.errors import (
     UnknownKind,
     WaitTimeout,
 )
+from t9kjobs.client.functions import FunctionNotSendable
 from t9kjobs.client.job_logs import LogLine
+from t9kjobs.client.local import LocalClient, LocalUnsupported
 
 __all__ = [
     "ApiFailure",
     "Client",
     "ClientError",
     "Forbidden",
+    "FunctionNotSendable",
     "JobEnded",
     "JobEvent",
     "JobExists",
     "JobInvalid",
     "JobNotFound",
+    "LocalClient",
+    "LocalUnsupported",
     "LogLine",
     "NoCluster",
     "NoLog",

@@ -34,6 +34,7 @@ from t9kjobs.client.errors import (
 )
 from t9kjobs.client.job_logs import JobLogs, LogLine
 from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind, uid_of
+from t9kjobs.client.training import FunctionJobs
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.resources import job_resource
 from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
@@ -65,6 +66,8 @@ def _manifest(job: Job) -> dict[str, Any]:
     """The manifest of a Job built in Python: what the API server takes."""
     meta = job.metadata.model_dump(by_alias=True, exclude_none=True, mode="json")
     meta.pop("uid", None)
+    if meta.get("generateName") and meta.get("name") == f"{meta['generateName']}xxxxx":
+        del meta["name"]  # the stand-in name parsing gives (`t9kjobs.loading`): the server names it
     kept = {
         k: v
         for k, v in meta.items()
@@ -96,7 +99,7 @@ def _configuration(
         raise NoCluster(f"no cluster to talk to: {exc}") from None
 
 
-class Client:
+class Client(FunctionJobs):
     """Jobs on one cluster.
 
     `kubeconfig` (a path) and `context` choose the cluster as kubectl does ($KUBECONFIG,
@@ -104,11 +107,23 @@ class Client:
     `api_client`, a `kubernetes.client.ApiClient` (or its `Configuration`), is used as it is.
     `namespace` is where jobs are unless named otherwise (default: the context's, else the
     pod's, else `default`). `plugins` is the plugin manager (default: every installed plugin).
+    `backend="local"` runs jobs as processes of this machine instead (`LocalClient`).
     """
+
+    def __new__(cls, *args: Any, backend: str = "cluster", **kwargs: Any) -> Client:
+        """`backend="local"`: a `t9kjobs.client.local.LocalClient` (docs/python.md)."""
+        if backend not in ("cluster", "local"):
+            raise ValueError(f"backend={backend!r}: 'cluster' or 'local'")
+        if backend == "local" and cls is Client:
+            from t9kjobs.client.local import LocalClient  # a subclass: imported once this exists
+
+            return super().__new__(LocalClient)
+        return super().__new__(cls)
 
     def __init__(
         self,
         *,
+        backend: str = "cluster",
         kubeconfig: str | os.PathLike[str] | None = None,
         context: str | None = None,
         api_client: Any = None,

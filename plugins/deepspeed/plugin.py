@@ -10,9 +10,11 @@ and launches, the other workers run only sshd. The job follows worker-0.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from t9kjobs.plugin import (
     DesiredPod,
+    FunctionRun,
     Job,
     JobStatus,
     KindInfo,
@@ -52,6 +54,7 @@ __all__ = [
     "t9kjobs_build_objects",
     "t9kjobs_build_pods",
     "t9kjobs_compute_status",
+    "t9kjobs_function_spec",
     "t9kjobs_kinds",
     "t9kjobs_update_status",
     "t9kjobs_validate",
@@ -198,3 +201,32 @@ def t9kjobs_update_status(job: Job, status: JobStatus) -> None:
     GPU count, so the user can see what it came to)."""
     if isinstance(status, DeepSpeedJobStatus):
         status.slots_per_worker = slots_per_worker(job.spec_as(DeepSpeedJobSpec))
+
+
+@hookimpl
+def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
+    """`nodes` workers with `procs_per_node` slots each; the deepspeed launcher on worker-0
+    starts the function's command on every slot (`run.exec`, no --local_rank: the runner reads
+    LOCAL_RANK), and the runner calls `deepspeed.init_distributed` first."""
+    container: dict[str, Any] = {
+        "name": "worker",
+        "image": run.image,
+        "env": [
+            {"name": k, "value": v}
+            for k, v in {**run.env, "T9KJOBS_FUNCTION_DISTRIBUTED": "deepspeed"}.items()
+        ],
+    }
+    if run.resources:
+        container["resources"] = dict(run.resources)
+    return {
+        "config": {
+            "slotsPerWorker": run.procs_per_node,
+            "localRank": False,
+            "run": {"exec": list(run.command)},
+        },
+        "worker": {
+            "replicas": run.nodes,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        },
+    }

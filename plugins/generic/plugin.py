@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import Any
 
 from t9kjobs.plugin import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     DesiredPod,
+    FunctionRun,
     Job,
     KindInfo,
     Obj,
@@ -27,6 +29,8 @@ from t9kjobs.plugins.generic.spec import FinishRule, GenericJobSpec, ServicePort
 from t9kjobs.plugins.generic.substitution import Variables, substitute, unresolved
 
 KIND = "GenericJob"
+# The port the workers of a function job (`t9kjobs_function_spec`) meet at: torch's default.
+FUNCTION_PORT = 29500
 
 
 @hookimpl
@@ -257,3 +261,44 @@ def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdic
 
 def _failed_message(failed: list[ReplicaState], rule: str | None) -> str:
     return "; ".join(r.failure for r in failed) + (f" ({rule} is fulfilled)" if rule else "")
+
+
+@hookimpl
+def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
+    """`nodes` workers, one process each, with torch's env:// variables (RANK, WORLD_SIZE,
+    MASTER_ADDR at worker-0, MASTER_PORT); nothing is initialised for the function. Succeeds
+    when worker-0 does, fails when any worker fails."""
+    if run.procs_per_node != 1:
+        raise ValueError(
+            f"a GenericJob pod runs one process; procs_per_node={run.procs_per_node}: use"
+            " nodes instead, or a PyTorchTrainingJob (torchrun starts several)"
+        )
+    env = {
+        **run.env,
+        "RANK": "$(rank)",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": str(run.nodes),
+        "MASTER_ADDR": "$(service.worker[0].host)",
+        "MASTER_PORT": "$(service.port[torch])",
+    }
+    container: dict[str, Any] = {
+        "name": "worker",
+        "image": run.image,
+        "command": list(run.command),
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+    }
+    if run.resources:
+        container["resources"] = dict(run.resources)
+    return {
+        "successRules": [{"worker": [0]}],
+        "failureRules": [{"worker": [i]} for i in range(run.nodes)],
+        "service": {"ports": [{"name": "torch", "port": FUNCTION_PORT}]},
+        "replicaSpecs": [
+            {
+                "type": "worker",
+                "replicas": run.nodes,
+                "restartPolicy": {"policy": "Never"},
+                "template": {"spec": {"containers": [container]}},
+            }
+        ],
+    }

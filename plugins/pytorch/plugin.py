@@ -4,10 +4,12 @@ launched by torchrun, elastic, with a TensorBoard. The env contract is in docs/p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from t9kjobs.plugin import (
     GPU_RESOURCE,
     DesiredPod,
+    FunctionRun,
     Job,
     JobStatus,
     KindInfo,
@@ -48,6 +50,7 @@ __all__ = [
     "t9kjobs_build_objects",
     "t9kjobs_build_pods",
     "t9kjobs_compute_status",
+    "t9kjobs_function_spec",
     "t9kjobs_kinds",
     "t9kjobs_update_status",
     "t9kjobs_validate",
@@ -232,3 +235,41 @@ def t9kjobs_compute_status(job: Job, replicas: Sequence[ReplicaState]) -> Verdic
         message = "; ".join(r.failure for r in failed)
         return Verdict("Failed", "ReplicaFailed", message, tuple(failed))
     return None
+
+
+@hookimpl
+def t9kjobs_function_spec(run: FunctionRun) -> dict[str, Any]:
+    """torchrun on a master and `nodes - 1` workers, `procs_per_node` processes each, running
+    the function's command as it is (`--no_python`); the runner joins torch.distributed."""
+    container: dict[str, Any] = {
+        "name": TRAINING_CONTAINER,
+        "image": run.image,
+        "args": list(run.command),
+        "env": [
+            {"name": k, "value": v}
+            for k, v in {**run.env, "T9KJOBS_FUNCTION_DISTRIBUTED": "torch"}.items()
+        ],
+    }
+    if run.resources:
+        container["resources"] = dict(run.resources)
+    template = {"spec": {"containers": [container]}}
+    replicas: list[dict[str, Any]] = [
+        {"type": "master", "replicas": 1, "restartPolicy": "Never", "template": template}
+    ]
+    if run.nodes > 1:
+        replicas.append(
+            {
+                "type": "worker",
+                "replicas": run.nodes - 1,
+                "restartPolicy": "Never",
+                "template": template,
+            }
+        )
+    return {
+        "torchrunConfig": {
+            "enabled": True,
+            "procPerNode": str(run.procs_per_node),
+            "extraOptions": ["--no_python"],
+        },
+        "replicaSpecs": replicas,
+    }

@@ -48,6 +48,25 @@ def test_what_report_prints_parses_back() -> None:
     assert Report(120, 300).percent == 40.0
 
 
+class _Writes(io.StringIO):
+    """A stream that keeps each write apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def test_a_report_is_one_write_with_its_newline() -> None:
+    # Ranks sharing a stdout (torchrun's on one pod) write between two writes of a line.
+    out = _Writes()
+    assert report(3, 3, out=out, loss=0.5)
+    assert out.writes == ["T9KJOBS_PROGRESS step=3 total=3 loss=0.5\n"]
+
+
 def test_report_leaves_out_what_the_convention_does_not_take() -> None:
     out = io.StringIO()
     report(1, loss=float("nan"), lr=float("inf"), out=out, **{"bad name": 1.0, "ok/x": 2})
