@@ -28,6 +28,8 @@ get from `jobframework/reconciler.go`:
   Job is `Complete` only once its pods have terminated. Evicted meanwhile, those pods are
   deleted. Paused, the job gives up its place: the Workload is deleted, and a new one queues
   it again on resume. Deleted, the garbage collector deletes the Workload with the job.
+* A job labelled `kueue.x-k8s.io/prebuilt-workload-name` (MultiKueue's copy on a worker
+  cluster) adopts that Workload instead of making one (`t9kjobs.planner.prebuilt`).
 * What Kueue cannot accept is said: a Workload whose podSets no longer match the job's pods
   (an elastic job scaled) is deleted and created again, so the job queues anew.
 
@@ -65,12 +67,14 @@ from t9kjobs.messages import path_of
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.kueue_policy import KueuePolicy
+from t9kjobs.planner.prebuilt import prebuilt_place
 from t9kjobs.planner.topology import TOPOLOGY_PROBLEM, topology_problem
 from t9kjobs.planner.types import Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     KUEUE_API_VERSION,
     WORKLOAD,
     new_workload,
+    prebuilt_name,
     workload_name,
     workload_priority,
 )
@@ -136,9 +140,12 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
             f" ({KUEUE_API_VERSION}): no pod is created until it does",
         )
     name = workload_name(job)
+    asked = queue_of(job, kueue)
+    prebuilt = prebuilt_name(job)
+    if prebuilt is not None:
+        return prebuilt_place(job, prebuilt, pods, observed, asked)  # its Workload is given
     made = observed.get(WORKLOAD, name)  # being deleted or not: the queue it was made for
     held = _queue_name(made)
-    asked = queue_of(job, kueue)
     wanted = asked if asked is not None else _default_queue(namespace, policy, kueue)
     ignored = None
     if held is not None:
