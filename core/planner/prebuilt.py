@@ -13,11 +13,12 @@ admits there. What Kueue v0.17's own integrations do with such a job
   seconds (a Workload made by another hand is not watched until it is the job's).
 * It is controlled by another object: ignored (Kueue: "The workload is already controlled by
   another object"); the job waits, its condition naming the controller (`NameConflict`).
-* Its podSets do not match the job's pods (their names, in order, and counts; Kueue's
-  `EquivalentToWorkload` compares counts and containers too, and finishes the Workload
-  `OutOfSync`): the job waits, with no pod, and says which podSet differs how in its
-  Admitted condition and a Warning Event (`PrebuiltWorkloadMismatch`). The Workload is left
-  as it is: whoever made it may make it again, and the job then takes it.
+* Its podSets do not match the job's pods (their names, in order, and counts, and no
+  `minCount`: a job is admitted whole; Kueue's `EquivalentToWorkload` compares counts,
+  minCounts and containers, and finishes the Workload `OutOfSync`): the job waits, with no
+  pod, and says which podSet differs how in its Admitted condition and a Warning Event
+  (`PrebuiltWorkloadMismatch`). The Workload is left as it is: whoever made it may make it
+  again, and the job then takes it.
 * Otherwise it is adopted: the job becomes its controller (ownerReference) and it gets the
   label `kueue.x-k8s.io/job-uid`, as `EnsurePrebuiltWorkloadOwnership` does, and the job's
   owner labels, so that the operator watches it. From then on it is the job's Workload, and
@@ -94,6 +95,12 @@ def mismatch(pods: Sequence[DesiredPod], workload: Obj) -> list[str]:
         elif have[key] != count:
             said.append(f"podSet {key} counts {have[key]} pod(s), the job has {count}")
     said += [f"podSet {key} is no replica type of the job" for key in have if key not in wanted]
+    said += [
+        f"podSet {s.get('name')} has a minCount (partial admission, which the operator does"
+        " not support: docs/scheduling.md)"
+        for s in sets
+        if isinstance(s, dict) and s.get("minCount") is not None
+    ]
     if not said and list(have) != list(wanted):
         said.append(f"its podSets are in the order {list(have)}, the job's {list(wanted)}")
     return said

@@ -60,6 +60,7 @@ evicted, finished); `t9kjobs.planner.workloads` is the Workload object both writ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from t9kjobs.kinds import Problem
@@ -72,6 +73,7 @@ from t9kjobs.planner.topology import TOPOLOGY_PROBLEM, topology_problem
 from t9kjobs.planner.types import Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     KUEUE_API_VERSION,
+    LABEL_PREBUILT_WORKLOAD,
     WORKLOAD,
     new_workload,
     prebuilt_name,
@@ -100,6 +102,8 @@ QUEUE_LABEL_REMOVED = "QueueLabelRemoved"
 NOT_COUNTED = "ResourcesNotCounted"
 # A Warning: the job names another queue, or none, than the Workload it has (ignored).
 QUEUE_LABEL_IGNORED = "QueueLabelIgnored"
+# A DNS subdomain (RFC 1123), as a Workload's name is.
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def queue_of(job: Job, kueue: Kueue | None) -> str | None:
@@ -199,6 +203,20 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
     return Queued(queue, new_workload(job, queue, pods, ref, value), ignored=ignored)
 
 
+def _prebuilt_name_problems(job: Job) -> list[Problem]:
+    """The label `kueue.x-k8s.io/prebuilt-workload-name` names a Workload: a DNS subdomain."""
+    name = (job.metadata.labels or {}).get(LABEL_PREBUILT_WORKLOAD)
+    if name is None or _SUBDOMAIN.match(name):
+        return []
+    return [
+        Problem(
+            path_of("metadata.labels", [LABEL_PREBUILT_WORKLOAD]),
+            f"{name!r} is no Workload's name: lowercase letters, digits, '-' and '.', starting"
+            " and ending with a letter or digit (a DNS subdomain, as Kueue requires)",
+        )
+    ]
+
+
 def _refused(reason: str, message: str, queue: str = "") -> Queued:
     return Queued(queue, None, message, refusal=reason)
 
@@ -263,10 +281,11 @@ def _not_counted(pods: Sequence[DesiredPod], policy: KueuePolicy) -> str | None:
 def queue_problems(job: Job) -> list[Problem]:
     """What `t9kjobs validate` can say of a job labelled with a queue without the operator's
     options: a pod template's claim that names a ResourceClaim, which Kueue never counts
-    (`_not_counted`). Found in every `template.spec` of the manifest's spec."""
+    (`_not_counted`), found in every `template.spec` of the manifest's spec; and a prebuilt
+    Workload's name that no Workload can have (Kueue's `ValidateLabelAsCRDName`)."""
+    out = _prebuilt_name_problems(job)
     if not (job.metadata.labels or {}).get(LABEL_QUEUE_NAME):
-        return []
-    out: list[Problem] = []
+        return out
 
     def walk(node: object, parts: list[int | str]) -> None:
         if isinstance(node, list):

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
+from t9kjobs.loading import JobError, load_job
 from t9kjobs.planner import Plan
 from t9kjobs.vocabulary import Obj
 from tests.unit.core.planner.queue_sim import QueueSim, queued_job
+from tests.unit.core.planner.tinyjob import tiny_manager
 
 NAME = "wl-from-manager"
 KEY = ("Workload", NAME)
@@ -122,3 +126,25 @@ def test_a_prebuilt_workload_another_object_controls_is_not_taken() -> None:
     assert p.update == () and p.create == ()
     admitted = sim.condition("Admitted")
     assert admitted["reason"] == "NameConflict" and "GenericJob other" in admitted["message"]
+
+
+def test_a_prebuilt_workload_name_no_workload_can_have_is_refused() -> None:
+    doc = _job()
+    doc["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "Made_By_Hand"
+    with pytest.raises(JobError) as caught:
+        load_job(doc, tiny_manager())
+    (problem,) = caught.value.problems
+    assert "kueue.x-k8s.io/prebuilt-workload-name" in problem.path
+    assert "'Made_By_Hand' is no Workload's name" in problem.message
+    load_job(_job(), tiny_manager())  # a DNS subdomain passes
+
+
+def test_a_prebuilt_workload_admitted_in_part_does_not_match() -> None:
+    sim = QueueSim(_job())
+    workload = _workload()
+    workload["spec"]["podSets"][0]["minCount"] = 1
+    sim.prebuilt = workload
+    sim.step()
+    admitted = sim.condition("Admitted")
+    assert admitted["reason"] == "PrebuiltWorkloadMismatch"
+    assert "podSet worker has a minCount" in admitted["message"]
