@@ -149,7 +149,7 @@ class JobSpec(ApiModel):
     @field_validator("managed_by")
     @classmethod
     def _managed_by(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(_DOMAIN_PREFIXED_PATH, value):
+        if value is not None and not re.fullmatch(_DOMAIN_PREFIXED_PATH, value):
             raise ValueError(
                 f'{value!r} is not a domain-prefixed path such as "acme.io/foo" (a DNS'
                 " subdomain, a slash, a path), as a Kubernetes Job's managedBy is; unset, or"

@@ -206,7 +206,7 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
 def _prebuilt_name_problems(job: Job) -> list[Problem]:
     """The label `kueue.x-k8s.io/prebuilt-workload-name` names a Workload: a DNS subdomain."""
     name = (job.metadata.labels or {}).get(LABEL_PREBUILT_WORKLOAD)
-    if name is None or _SUBDOMAIN.match(name):
+    if name is None or _SUBDOMAIN.fullmatch(name):
         return []
     return [
         Problem(

@@ -80,6 +80,7 @@ def test_multikueue_paused_gives_its_place_up() -> None:
         ("multikueue", "not a domain-prefixed path"),
         ("Kueue.x-k8s.io/multikueue", "not a domain-prefixed path"),
         ("kueue.x-k8s.io/", "not a domain-prefixed path"),
+        ("kueue.x-k8s.io/multikueue\n", "not a domain-prefixed path"),  # as the CRD's pattern
         ("a.io/" + "x" * 60, "at most 63 characters"),
     ],
 )
