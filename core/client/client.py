@@ -285,7 +285,7 @@ class Client:
                     )
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    why = f" ({status.reason})" if status.reason else ""
+                    why = f": {status.reason}" if status.reason else ""
                     raise WaitTimeout(
                         f"{ref} is still {status.phase or 'without a status'} after"
                         f" {timeout:g}s (waiting for {' or '.join(sorted(wanted))}){why}",

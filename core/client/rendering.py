@@ -21,11 +21,18 @@ EVENTS_SHOWN = 10  # the newest Events a summary shows
 
 
 class _Event(Protocol):
-    time: str
-    type: str
-    reason: str
-    about: str
-    message: str
+    """An Event as `Client.events` gives it (`JobEvent`, a frozen dataclass)."""
+
+    @property
+    def time(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def about(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from t9kjobs.kube.transport import ApiError
 from tests.repo import REPO
 
 EXAMPLE = REPO / "examples/genericjob/mlp-cpu.yaml"
@@ -24,12 +25,13 @@ def stored(status: dict[str, Any], name: str = "mlp", namespace: str = "team-a")
 
 class ScriptedReader:
     """A `ClusterReader` whose job is each of `statuses` in turn (the last one for ever after),
-    with no pod and no Event: what the client sees of a job that never starts, or of one
+    with no Event and at most one pod, whose container never starts: what the client sees of a job that never starts, or of one
     whose status a test writes."""
 
-    def __init__(self, *statuses: dict[str, Any]) -> None:
+    def __init__(self, *statuses: dict[str, Any], pod: dict[str, Any] | None = None) -> None:
         self.statuses = list(statuses)
         self.reads = 0
+        self.the_pod = pod  # the one pod there is, whatever its name
 
     def job(self, ref: Any) -> dict[str, Any]:
         status = self.statuses[min(self.reads, len(self.statuses) - 1)]
@@ -40,10 +42,14 @@ class ScriptedReader:
         return []
 
     def pod(self, namespace: str, name: str, uid: str | None = None) -> dict[str, Any] | None:
-        return None
+        return self.the_pod
+
+    def on_simulated_node(self, pod: dict[str, Any] | None) -> bool:
+        return False
 
     def job_events(self, raw: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
 
     def log_lines(self, *args: Any, **kwargs: Any) -> Iterator[str]:
-        return iter(())
+        """The kubelet's answer for a container that has not started."""
+        raise ApiError(400, {"message": "container trainer is waiting to start"})
