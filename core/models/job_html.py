@@ -60,9 +60,10 @@ def progress_text(progress: TrainingProgress) -> str:
 
 
 def phase_text(status: JobStatus) -> str:
-    """The phase, and the reason the job stands there when it has one: `Queued (Preempted)`."""
+    """The phase, and the reason the job stands there when it has one of its own: `Queued
+    (Preempted)`, but `Queued` for a job that waits its turn (reason `Queued`)."""
     phase = status.phase or "Pending"
-    return f"{phase} ({status.reason})" if status.reason else phase
+    return f"{phase} ({status.reason})" if status.reason not in (None, phase) else phase
 
 
 def table_html(caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -47,6 +47,9 @@ class ScriptedReader:
     def on_simulated_node(self, pod: dict[str, Any] | None) -> bool:
         return False
 
+    def parsed(self, raw: dict[str, Any]) -> None:
+        return None
+
     def job_events(self, raw: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
 

@@ -1,18 +1,22 @@
 """A job as a notebook renders it (`Job._repr_html_`: phase, progress, replicas, conditions) and
 `Client.summary` (the same, with its Events): what the status says, every value escaped, since
-messages and metric names are anyone's input and a notebook runs the HTML a cell returns."""
+messages and metric names are anyone's input and a notebook runs the HTML a cell returns. And
+since when `describe` says a job Kueue preempted has been Queued."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
 
 from t9kjobs.client import JobEvent
+from t9kjobs.client.describe import _Describer
+from t9kjobs.client.reader import JobRef, find_kind
 from t9kjobs.client.rendering import EVENTS_SHOWN, JobSummary
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
-from tests.unit.core.client.feedback import stored
+from tests.unit.core.client.feedback import ScriptedReader, stored
 
 SCRIPT = "<script>alert('x')</script>"
 STATUS: dict[str, Any] = {
@@ -122,3 +126,12 @@ def test_the_summary_adds_the_newest_events_escaped(manager: PluginManager) -> N
     assert printed[1] == "  progress: 40% (step 120/300), about 1m35s left; loss=0.41 <b>bold</b>=1"
     assert printed[2] == "  worker: 2 replicas (2 Deleted)"
     assert printed[-1].endswith(f"Pod/mlp-worker-0: {SCRIPT}")
+
+
+def test_describe_says_a_preempted_job_is_queued_since_its_eviction(manager: PluginManager) -> None:
+    """Not since it was created: since its Admitted condition turned False."""
+    reader = ScriptedReader(STATUS)
+    ref = JobRef(find_kind("gj", manager), "mlp", "team-a")
+    now = datetime(2026, 11, 28, 11, 1, 30, tzinfo=UTC)
+    header = _Describer(reader, ref, now).header()  # type: ignore[arg-type]
+    assert (header["phase"], header["inPhaseSeconds"]) == ("Queued", 90.0)
