@@ -130,6 +130,7 @@ class JobBar:
                 total=total,
                 initial=step,
                 desc=desc,
+                postfix=", ".join(extra) or None,  # a string: tqdm shows it as it is
                 bar_format=_WITH_TOTAL if total else _NO_TOTAL,
                 file=self.file,
                 ncols=self.ncols,
