@@ -314,7 +314,7 @@ class Client:
     ) -> Iterator[LogLine]:
         """The job's log lines, each tagged with its replica: of `replica` (default the
         deciding one: master-0, launcher, worker-0) or of all replicas; `follow` follows
-        across restarts until the job finishes, WaitTimeout when a replica has had no pod to
+        across restarts until the job finishes, WaitTimeout when a replica has had no log to
         follow for `timeout` seconds (not started, queued, its container never starting), and
         shows the job's progress as a bar meanwhile (`progress_bar`, as `wait`'s). `tail`: the
         last lines of each pod; `since`: seconds back. NoLog when a replica's log cannot be
