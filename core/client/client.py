@@ -42,6 +42,7 @@ from t9kjobs.kube.transport import Transport, default_namespace, load_configurat
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, parse_job, submitted
 from t9kjobs.manager import PluginManager, load_plugins
 from t9kjobs.models import Job, dump
+from t9kjobs.objects import deciding_replica
 from t9kjobs.render import render_job
 from t9kjobs.vocabulary import Obj
 
@@ -334,7 +335,12 @@ class Client:
             lines = logs.follow(*logs.resolve(replica, wait=True), tail, since)
         if not bar.enabled:
             return lines
-        return followed(lines, bar, lambda: self._typed(self.reader.job(ref)), interval=2.0)
+
+        def look() -> Job:
+            return self._typed(self.reader.job(ref))
+
+        deciding = deciding_replica(list(logs.replicas()))  # whose log the operator reads
+        return followed(lines, bar, look, interval=2.0, deciding=deciding)
 
     def summary(
         self, job: JobLike, name: str | None = None, *, namespace: str | None = None

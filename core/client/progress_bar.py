@@ -23,11 +23,15 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any, TextIO
 
 from t9kjobs.client.errors import ClientError
+from t9kjobs.client.job_logs import LogLine
 from t9kjobs.models import Job
 from t9kjobs.models.job_html import duration_text, phase_text
+from t9kjobs.planner.conditions import parse_time
+from t9kjobs.progress import Report, parse_report
 
 __all__ = ["ENV_PROGRESS_BAR", "JobBar", "bar_wanted", "followed", "in_notebook"]
 
@@ -109,22 +113,39 @@ class JobBar:
         self.ncols = ncols
         self.bar: Any = None
         self.phase: str | None = None
+        self.job: Job | None = None  # as last shown
+        self.line: tuple[datetime, Report] | None = None  # the newest progress line seen
+
+    def reported(self, report: Report, at: str | None) -> None:
+        """A progress line the program printed at `at` (a followed log line's time): the bar
+        moves at once, without waiting for the operator to read it into the status."""
+        if not self.enabled or at is None:
+            return
+        self.line = (parse_time(at), report)
+        if self.job is not None:
+            self.show(self.job)
 
     def show(self, job: Job) -> None:
-        """Draw the job as its status says now: phase, step of total, time left, metrics."""
+        """Draw the job as its status says now: phase, step of total, time left, metrics (the
+        step and metrics of a progress line seen since, when the status is older)."""
         if not self.enabled:
             return
+        self.job = job
         status = job.status
         progress = status.progress
         step = progress.step if progress is not None and progress.step is not None else 0
         total = progress.total_steps if progress is not None and progress.total_steps else None
+        metrics = dict(progress.metrics) if progress is not None else {}
+        said = progress.last_update_time if progress is not None else None
+        if self.line is not None and (said is None or parse_time(said) < self.line[0]):
+            report = self.line[1]
+            step, total, metrics = report.step, report.total or total, report.metrics or metrics
         self.phase = status.phase
         desc = f"{self.what} {phase_text(status)}"
         extra = []
-        if progress is not None:
-            if progress.remaining_seconds and status.phase == "Running":
-                extra.append(f"about {duration_text(progress.remaining_seconds)} left")
-            extra += [f"{k}={v:.4g}" for k, v in progress.metrics.items()]
+        if progress is not None and progress.remaining_seconds and status.phase == "Running":
+            extra.append(f"about {duration_text(progress.remaining_seconds)} left")
+        extra += [f"{k}={v:.4g}" for k, v in metrics.items()]
         if self.bar is None:
             self.bar = _bar_class(self.notebook)(
                 total=total,
@@ -176,14 +197,16 @@ class JobBar:
 
 
 def followed(
-    lines: Iterator[Any],
+    lines: Iterator[LogLine],
     bar: JobBar,
     look: Callable[[], Job],
     interval: float,
-) -> Iterator[Any]:
+    deciding: str | None = None,
+) -> Iterator[LogLine]:
     """`lines` (a followed log) with `bar` showing the job, looked at (`look`) at most every
-    `interval` seconds between lines, and once more at the end; the text bar is cleared for
-    each line handed on, and drawn again when the next is asked for."""
+    `interval` seconds between lines, and once more at the end; a progress line of the
+    `deciding` replica (the one whose log the operator reads) moves it at once. The text bar
+    is cleared for each line handed on, and drawn again when the next is asked for."""
 
     def show() -> None:
         # The job gone, the API server away: the log says the rest.
@@ -197,6 +220,9 @@ def followed(
             if time.monotonic() - shown >= interval:
                 show()
                 shown = time.monotonic()
+            report = None if line.replica != deciding or line.note else parse_report(line.text)
+            if report is not None:
+                bar.reported(report, line.time)
             bar.clear()
             yield line
             bar.refresh()

@@ -27,6 +27,7 @@ from t9kjobs.client.progress_bar import (
 from t9kjobs.loading import parse_job
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import Job
+from t9kjobs.progress import parse_report
 from tests.unit.core.client.feedback import ScriptedReader, stored
 
 RUNNING = {
@@ -204,3 +205,45 @@ def test_wait_draws_the_bar_on_standard_error_when_asked(
     assert shown[-1].startswith("GenericJob/mlp Succeeded: 100%|")
     client.wait("gj/mlp", interval=0, progress_bar=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_progress_line_of_the_deciding_replica_moves_the_bar_before_the_status_does(
+    manager: PluginManager,
+) -> None:
+    read = {
+        **RUNNING,
+        "progress": {**RUNNING["progress"], "lastUpdateTime": "2026-11-28T11:00:00Z"},
+    }
+    newer = {
+        "phase": "Running",
+        "progress": {"step": 160, "totalSteps": 300, "lastUpdateTime": "2026-11-28T11:00:10Z"},
+    }
+    looks = [read, read]  # at the start and at the end: both older than the line
+    lines = [
+        LogLine(
+            "master-0", "T9KJOBS_PROGRESS step=150 total=300 loss=0.3", "2026-11-28T11:00:05.5Z"
+        ),
+        LogLine("worker-1", "T9KJOBS_PROGRESS step=299 total=300", "2026-11-28T11:00:06Z"),
+    ]
+    out = io.StringIO()
+    bar = JobBar("GenericJob/mlp", file=out, ncols=100, notebook=False)
+    shown = list(
+        followed(iter(lines), bar, lambda: job(manager, looks.pop(0)), 3600, deciding="master-0")
+    )
+    assert shown == lines and looks == []
+    drawn = [f for f in frames(out.getvalue()) if "/300" in f]
+    # The status first, then the line's step and metrics, the time left still the status's.
+    assert "120/300" in drawn[0] and drawn[0].endswith("loss=0.41, accuracy=0.8712]")
+    assert "150/300" in drawn[-1] and drawn[-1].endswith("about 1m35s left, loss=0.3]")
+    assert "299/300" not in out.getvalue()  # another replica's line: not what the operator reads
+    # A status older than the line leaves the line's step; a newer one takes over.
+    again = io.StringIO()
+    bar = JobBar("GenericJob/mlp", file=again, ncols=100, notebook=False)
+    bar.show(job(manager, read))
+    report = parse_report(lines[0].text)
+    assert report is not None
+    bar.reported(report, lines[0].time)
+    bar.show(job(manager, read))
+    assert "150/300" in frames(again.getvalue())[-1]
+    bar.show(job(manager, newer))
+    assert "160/300" in frames(again.getvalue())[-1]
