@@ -230,8 +230,13 @@ class JobLogs:
                     if not streamed and last_uid is None:
                         yield LogLine(replica, f"--- {self.gone(replica)}", note=True)
                     return
-                idle_since = time.monotonic() if idle_since is None else idle_since
-                self._within(idle_since, f"no log of {replica} to follow", pod_name)
+                if pod is not None and _exited(pod):
+                    # Its program ended, its log with it: the replica waits for the job's end
+                    # (or a restart), as a silent program's open log does, with no limit.
+                    idle_since = None
+                else:
+                    idle_since = time.monotonic() if idle_since is None else idle_since
+                    self._within(idle_since, f"no log of {replica} to follow", pod_name)
                 time.sleep(POLL_SECONDS)
                 continue
             if last_uid is not None and uid != last_uid and uid != marked:

@@ -25,13 +25,19 @@ def stored(status: dict[str, Any], name: str = "mlp", namespace: str = "team-a")
 
 class ScriptedReader:
     """A `ClusterReader` whose job is each of `statuses` in turn (the last one for ever after),
-    with no Event and at most one pod, whose container never starts: what the client sees of a job that never starts, or of one
+    with no Event and at most one pod (whose container never starts, unless it has a log): what the client sees of a job that never starts, or of one
     whose status a test writes."""
 
-    def __init__(self, *statuses: dict[str, Any], pod: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *statuses: dict[str, Any],
+        pod: dict[str, Any] | None = None,
+        log: list[str] | None = None,
+    ) -> None:
         self.statuses = list(statuses)
         self.reads = 0
         self.the_pod = pod  # the one pod there is, whatever its name
+        self.log = log  # its log's lines (timestamp, space, text); None: its container waits
 
     def job(self, ref: Any) -> dict[str, Any]:
         status = self.statuses[min(self.reads, len(self.statuses) - 1)]
@@ -54,5 +60,7 @@ class ScriptedReader:
         return []
 
     def log_lines(self, *args: Any, **kwargs: Any) -> Iterator[str]:
-        """The kubelet's answer for a container that has not started."""
-        raise ApiError(400, {"message": "container trainer is waiting to start"})
+        """The pod's log; the kubelet's answer for a container that has not started."""
+        if self.log is None:
+            raise ApiError(400, {"message": "container trainer is waiting to start"})
+        return iter(self.log)

@@ -136,3 +136,14 @@ def test_following_every_replica_ends_once_none_has_a_log(manager: PluginManager
     # Said as a note first, where the lines of the other replicas (none here) would go on.
     assert [(line.replica, line.note) for line in said] == [("worker-0", True)]
     assert said[0].text.startswith("--- GenericJob/mlp in namespace team-a: no log of worker-0")
+
+
+def test_a_replica_that_ended_waits_for_the_job_without_a_limit(manager: PluginManager) -> None:
+    """Its log is whole: like a silent program's open log, it is no wait for a pod."""
+    pod = {"metadata": {"name": "mlp-worker-0", "uid": "pod-uid"}, "status": {"phase": "Succeeded"}}
+    running = {**WITH_REPLICAS, "phase": "Running", "reason": None}
+    ended = {**running, "phase": "Succeeded"}
+    reader = ScriptedReader(*[running] * 12, ended, pod=pod, log=["2026-11-28T11:00:00Z done"])
+    logs = JobLogs(reader, client_of(manager, reader).ref("gj/mlp"), timeout=0.02)
+    said = [line.text for line in logs.follow("worker-0", "mlp-worker-0")]
+    assert said == ["done"] and reader.reads == 13  # the job read until it Succeeded
