@@ -12,7 +12,9 @@ Jupyter kernel, or when standard error is a terminal; never in a pipeline's log,
 redrawn with carriage returns is noise.
 
 The time left is the operator's estimate (the pace between the program's last two reports),
-not tqdm's: the bar sees the status every few seconds and would guess from those jumps.
+not tqdm's: the bar sees the status every few seconds and would guess from those jumps. While
+a log is followed, a progress line of the deciding replica (the log the operator reads) moves
+the step and the metrics at once, until the status holds a newer report (`JobBar.reported`).
 """
 
 from __future__ import annotations
