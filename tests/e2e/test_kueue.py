@@ -420,6 +420,7 @@ def test_the_client_says_queued_while_a_preempted_job_waits_and_running_once_rea
     assert ("Queued", "Preempted") in seen, seen
     # The bar said the same, frame after frame, on standard error.
     frames = [f.strip() for f in capsys.readouterr().err.split("\r") if f.strip()]
+    print("\n".join(frames))  # the bar as a terminal showed it, for the log
     said = _folded([f.split(":")[0] for f in frames if f.startswith("GenericJob/steady ")])
     said = [s.removeprefix("GenericJob/steady ") for s in said if not s.endswith("Pending")]
     # Queued (Preempted), then Queued alone once Kueue took the Workload back in its queue.
