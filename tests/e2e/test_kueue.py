@@ -399,9 +399,14 @@ def test_the_client_says_queued_while_a_preempted_job_waits_and_running_once_rea
     admitted = queued.status.condition("Admitted")
     assert admitted is not None and (admitted.status, admitted.reason) == ("False", "Preempted")
     assert client.get("gj/steady").status.phase == "Queued"
-    summary = client.summary("gj/steady")
-    assert "Queued (Preempted)" in summary._repr_html_()
-    assert "Preempted" in [e.reason for e in summary.events]
+    assert "Queued (Preempted)" in client.summary("gj/steady")._repr_html_()
+
+    def said_preempted() -> list[str] | None:
+        # The Event is posted after the status is written: it may come a moment later.
+        reasons = [e.reason for e in client.summary("gj/steady").events]
+        return reasons if "Preempted" in reasons else None
+
+    until(said_preempted, "the summary's Events saying Preempted")
     assert client.wait("gj/urgent", timeout=120, interval=0.25).status.phase == "Succeeded"
     # Readmitted: Running, and nothing left of the preemption in what the client says.
     running = client.wait("gj/steady", phase="Running", timeout=120, interval=0.25)
