@@ -33,14 +33,17 @@ from t9kjobs.client.errors import (
     WaitTimeout,
 )
 from t9kjobs.client.job_logs import JobLogs, LogLine
+from t9kjobs.client.progress_bar import JobBar, bar_wanted, followed
 from t9kjobs.client.reader import ClusterReader, JobRef, event_time, find_kind, uid_of
+from t9kjobs.client.rendering import JobSummary
 from t9kjobs.client.training import FunctionJobs
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.resources import job_resource
 from t9kjobs.kube.transport import Transport, default_namespace, load_configuration
 from t9kjobs.loading import JobError, Unreadable, load_documents, load_job, parse_job, submitted
 from t9kjobs.manager import PluginManager, load_plugins
-from t9kjobs.models import FINISHED_PHASES, Job, dump
+from t9kjobs.models import Job, dump
+from t9kjobs.objects import deciding_replica
 from t9kjobs.render import render_job
 from t9kjobs.vocabulary import Obj
 
@@ -262,44 +265,51 @@ class Client(FunctionJobs):
         timeout: float = 600.0,
         interval: float = 2.0,
         callback: Callable[[Job], None] | None = None,
+        progress_bar: bool | None = None,
     ) -> Job:
-        """Wait until the job is in `phase` (one or several; None: any final phase, Succeeded
-        or Failed) and return it. `callback` is called with the job whenever its phase or its
-        progress changed. WaitTimeout after `timeout` seconds; JobEnded when the job finished
-        in a phase not waited for."""
+        """Wait until the job is in `phase` (one or several; None: Succeeded) and return it.
+        JobEnded when it finished in a phase not waited for (Failed, for None: pass
+        `phase=("Succeeded", "Failed")` to have either back); WaitTimeout after `timeout`
+        seconds, naming the phase it is in. `callback` is called with the job whenever its
+        phase, the reason it stands there (`status.reason`) or its progress changed;
+        `progress_bar` shows its progress as a bar meanwhile (None: in a notebook or a
+        terminal, as `progress_bar.bar_wanted` says)."""
         ref = self.ref(job, name, namespace)
         wanted = (
-            set(FINISHED_PHASES)
-            if phase is None
-            else {phase}
-            if isinstance(phase, str)
-            else set(phase)
+            {"Succeeded"} if phase is None else {phase} if isinstance(phase, str) else set(phase)
         )
         deadline = time.monotonic() + timeout
         seen: Any = None
-        while True:
-            current = self._typed(self.reader.job(ref))
-            status = current.status
-            look = (status.phase, status.progress)
-            if callback is not None and look != seen:
-                callback(current)
-            seen = look
-            if status.phase in wanted:
-                return current
-            if status.finished:
-                why = f": {status.reason}" if status.reason else ""
-                raise JobEnded(
-                    f"{ref} {status.phase}{why}, while waiting for {' or '.join(sorted(wanted))}",
-                    current,
-                )
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(
-                    f"{ref} is still {status.phase or 'without a status'} after {timeout:g}s"
-                    f" (waiting for {' or '.join(sorted(wanted))})",
-                    current,
-                )
-            time.sleep(min(interval, left))
+        bar = JobBar(str(ref), enabled=bar_wanted(progress_bar))
+        try:
+            while True:
+                current = self._typed(self.reader.job(ref))
+                status = current.status
+                look = (status.phase, status.reason, status.progress)
+                bar.show(current)
+                if callback is not None and look != seen:
+                    callback(current)
+                seen = look
+                if status.phase in wanted:
+                    return current
+                if status.finished:
+                    why = f": {status.reason}" if status.reason else ""
+                    raise JobEnded(
+                        f"{ref} {status.phase}{why}, while waiting for"
+                        f" {' or '.join(sorted(wanted))}",
+                        current,
+                    )
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = f": {status.reason}" if status.reason else ""
+                    raise WaitTimeout(
+                        f"{ref} is still {status.phase or 'without a status'} after"
+                        f" {timeout:g}s (waiting for {' or '.join(sorted(wanted))}){why}",
+                        current,
+                    )
+                time.sleep(min(interval, left))
+        finally:
+            bar.close()
 
     # -- logs, events, describe ----------------------------------------------------------------
 
@@ -315,22 +325,45 @@ class Client(FunctionJobs):
         tail: int | None = None,
         since: int | None = None,
         container: str | None = None,
+        timeout: float = 600.0,
+        progress_bar: bool | None = None,
     ) -> Iterator[LogLine]:
         """The job's log lines, each tagged with its replica: of `replica` (default the
         deciding one: master-0, launcher, worker-0) or of all replicas; `follow` follows
-        across restarts until the job finishes. `tail`: the last lines of each pod; `since`:
-        seconds back. NoLog when a replica's log cannot be read (its pod gone, or on a
-        simulated node)."""
+        across restarts until the job finishes, WaitTimeout when a replica has had no log to
+        follow for `timeout` seconds (not started, queued, its container never starting), and
+        shows the job's progress as a bar meanwhile (`progress_bar`, as `wait`'s). `tail`: the
+        last lines of each pod; `since`: seconds back. NoLog when a replica's log cannot be
+        read (its pod gone, or on a simulated node)."""
         if replica is not None and all_replicas:
             raise ClientError("give a replica or all_replicas, not both")
-        logs = JobLogs(self.reader, self.ref(job, name, namespace), container)
+        ref = self.ref(job, name, namespace)
+        logs = JobLogs(self.reader, ref, container, timeout=timeout)
+        if not follow:
+            if all_replicas:
+                return iter(logs.all_once(tail, since))
+            return iter(logs.once(*logs.resolve(replica), tail, since))
+        bar = JobBar(str(ref), enabled=bar_wanted(progress_bar))
         if all_replicas:
-            return logs.follow_all(tail, since) if follow else iter(logs.all_once(tail, since))
-        which, pod = logs.resolve(replica, wait=follow)
-        return (
-            logs.follow(which, pod, tail, since)
-            if follow
-            else iter(logs.once(which, pod, tail, since))
+            lines = logs.follow_all(tail, since)
+        else:
+            lines = logs.follow(*logs.resolve(replica, wait=True), tail, since)
+        if not bar.enabled:
+            return lines
+
+        def look() -> Job:
+            return self._typed(self.reader.job(ref))
+
+        deciding = deciding_replica(list(logs.replicas()))  # whose log the operator reads
+        return followed(lines, bar, look, interval=2.0, deciding=deciding)
+
+    def summary(
+        self, job: JobLike, name: str | None = None, *, namespace: str | None = None
+    ) -> JobSummary:
+        """The job and its newest Events, rendered in a notebook (`_repr_html_`) as the job
+        is, with the Events below (the job alone has no client to read them)."""
+        return JobSummary(
+            self.get(job, name, namespace=namespace), self.events(job, name, namespace=namespace)
         )
 
     def events(

@@ -35,12 +35,15 @@ LOG_LINES = 5  # last log lines shown for a failed or restarted replica
 RECOVERIES = 5  # newest restarts shown (status.restartHistory)
 EVENTS = 15  # most recent Events shown
 
-# The condition whose lastTransitionTime says since when the job is in each phase.
+# The condition (and its status) whose lastTransitionTime says since when the job is in each
+# phase: a job Kueue evicted is Queued since its Admitted condition turned False, not since it
+# was created.
 _PHASE_CONDITION = {
-    "Running": "Running",
-    "Succeeded": "Completed",
-    "Failed": "Failed",
-    "Paused": "Paused",
+    "Running": ("Running", "True"),
+    "Succeeded": ("Completed", "True"),
+    "Failed": ("Failed", "True"),
+    "Paused": ("Paused", "True"),
+    "Queued": ("Admitted", "False"),
 }
 
 
@@ -124,7 +127,7 @@ class _Describer:
             (
                 c.get("lastTransitionTime")
                 for c in self.status.get("conditions") or []
-                if c.get("type") == condition and c.get("status") == "True"
+                if (c.get("type"), c.get("status")) == condition
             ),
             None,
         )

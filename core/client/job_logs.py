@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from t9kjobs.client.errors import ClientError, NoLog
+from t9kjobs.client.errors import ClientError, NoLog, WaitTimeout
 from t9kjobs.client.reader import UNREACHABLE, ClusterReader, JobRef, training_container, uid_of
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.objects import ANNOTATION_INCARNATION, Obj, deciding_replica, replica_id
@@ -55,13 +55,38 @@ def _exited(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in _FINISHED
 
 
+def _pod_state(pod: Obj | None) -> str | None:
+    """Why a pod's container has not started, in the kubelet's or the scheduler's word:
+    `waiting (ImagePullBackOff)`, `not scheduled (Unschedulable)`; else its phase."""
+    if pod is None:
+        return None
+    status = pod.get("status") or {}
+    for cs in status.get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return f"waiting ({waiting['reason']})"
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return f"not scheduled ({c.get('reason') or 'Pending'})"
+    phase = status.get("phase")
+    return str(phase) if phase else None
+
+
 class JobLogs:
     """The logs of one job; `container` names another container than the training one."""
 
-    def __init__(self, reader: ClusterReader, ref: JobRef, container: str | None = None) -> None:
+    def __init__(
+        self,
+        reader: ClusterReader,
+        ref: JobRef,
+        container: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
         self.reader = reader
         self.ref = ref
         self.container_name = container
+        self.timeout = timeout
         self.job = reader.job(ref)
 
     # -- replicas ------------------------------------------------------------------------
@@ -80,7 +105,9 @@ class JobLogs:
         """The replica id and pod name `wanted` names (the deciding replica for None); with
         `wait`, a job the operator has not started yet is waited for."""
         known = self.replicas()
+        since = time.monotonic()
         while not known and wait:
+            self._within(since, "no replica to follow")
             time.sleep(POLL_SECONDS)
             self.job = self.reader.job(self.ref)
             known = self.replicas()
@@ -135,6 +162,23 @@ class JobLogs:
             return f"{replica}: the pod {pod} was deleted (the job is {status.get('phase')})"
         return f"{replica}: the pod {pod} does not exist yet (the replica is {phase or 'Creating'})"
 
+    def _within(self, since: float, what: str, pod_name: str | None = None) -> None:
+        """WaitTimeout, naming the job and the phase it is in (and why its pod waits), once
+        the wait begun at `since` (a monotonic time) for `what` has lasted `timeout` seconds."""
+        if self.timeout is None or time.monotonic() - since < self.timeout:
+            return
+        self.job = self.reader.job(self.ref)
+        status = self.job.get("status") or {}
+        why = f" ({status['reason']})" if status.get("reason") else ""
+        pod = self._pod(pod_name) if pod_name is not None else None
+        state = _pod_state(pod)
+        held = f"; its pod {pod_name} is {state}" if state else ""
+        raise WaitTimeout(
+            f"{self.ref.where}: {what} for {self.timeout:g}s; the job is"
+            f" {status.get('phase') or 'without a status'}{why}{held}",
+            self.job,
+        )
+
     def unreadable(self, replica: str, pod: Obj | None, exc: ApiError) -> NoLog:
         """Why the log of a replica's pod cannot be read, in words."""
         if self.reader.on_simulated_node(pod):
@@ -176,6 +220,7 @@ class JobLogs:
         """The replica's lines, pod after pod, until the job has finished."""
         streamed: set[str] = set()  # uids whose log ended
         last_uid = last_stamp = marked = None
+        idle_since: float | None = None  # since when no log of the replica has been open
         first = True
         while True:
             pod = self._pod(pod_name)
@@ -185,6 +230,13 @@ class JobLogs:
                     if not streamed and last_uid is None:
                         yield LogLine(replica, f"--- {self.gone(replica)}", note=True)
                     return
+                if pod is not None and _exited(pod):
+                    # Its program ended, its log with it: the replica waits for the job's end
+                    # (or a restart), as a silent program's open log does, with no limit.
+                    idle_since = None
+                else:
+                    idle_since = time.monotonic() if idle_since is None else idle_since
+                    self._within(idle_since, f"no log of {replica} to follow", pod_name)
                 time.sleep(POLL_SECONDS)
                 continue
             if last_uid is not None and uid != last_uid and uid != marked:
@@ -214,12 +266,15 @@ class JobLogs:
                 # whose log never comes.
                 if exc.status != 400 or self.reader.on_simulated_node(pod):
                     raise self.unreadable(replica, pod, exc) from None
+                idle_since = time.monotonic() if idle_since is None else idle_since
+                self._within(idle_since, f"no log of {replica} to follow", pod_name)
                 time.sleep(POLL_SECONDS)
                 continue
             except UNREACHABLE:
                 # The stream was cut (the API server restarted, a connection dropped): as at
                 # the end of a pod's log, the next turn looks again, from the last line seen.
                 time.sleep(POLL_SECONDS)
+            idle_since = None  # a log was open: the wait for the next starts when it is needed
             first = False
             last_uid = uid
             now = self._pod(pod_name)
@@ -242,10 +297,14 @@ class JobLogs:
 
     def follow_all(self, tail: int | None = None, since: int | None = None) -> Iterator[LogLine]:
         """Every replica's lines as they come, replicas that appear later too, until the job
-        has finished and every replica's log has ended."""
+        has finished and every replica's log has ended. A replica with no log to follow for
+        `timeout` seconds gets a note and is no longer followed; WaitTimeout once no replica
+        is (or none came)."""
         lines: queue.Queue[LogLine | BaseException] = queue.Queue()
         threads: dict[str, threading.Thread] = {}
         stop = threading.Event()
+        timed_out: list[WaitTimeout] = []
+        began = time.monotonic()
 
         def run(replica: str, pod_name: str) -> None:
             try:
@@ -253,6 +312,9 @@ class JobLogs:
                     if stop.is_set():
                         return
                     lines.put(line)
+            except WaitTimeout as exc:  # one replica idle: the others may still speak
+                timed_out.append(exc)
+                lines.put(LogLine(replica, f"--- {exc}", note=True))
             except BaseException as exc:  # handed to the consumer, which raises it
                 lines.put(exc)
 
@@ -277,5 +339,9 @@ class JobLogs:
                 idle = all(not t.is_alive() for t in threads.values()) and lines.empty()
                 if idle and _finished(self.reader.job(self.ref)):
                     return
+                if idle and timed_out:
+                    raise timed_out[-1]
+                if not threads:
+                    self._within(began, "no replica to follow")
         finally:
             stop.set()

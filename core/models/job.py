@@ -18,6 +18,7 @@ from t9kjobs.models._base import ApiModel
 from t9kjobs.models.bounds import MAX_NAME_LENGTH, NAME_PATTERN
 from t9kjobs.models.checkpoint import CheckpointSpec
 from t9kjobs.models.distribution import Distribution
+from t9kjobs.models.job_html import job_html
 from t9kjobs.models.pod import DNS_LABEL
 from t9kjobs.models.policies import CleanUpPolicy, RunPolicy, SchedulePolicy
 from t9kjobs.models.recovery import RecoveryPolicy
@@ -300,6 +301,10 @@ class Job(BaseModel):
     @property
     def namespace(self) -> str:
         return self.metadata.namespace
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rendering: phase, progress, replicas, conditions (`job_html`)."""
+        return job_html(self)
 
     def spec_as(self, model: type[SpecT]) -> SpecT:
         """The spec, typed as `model`; a plugin calls this on the kinds it owns."""

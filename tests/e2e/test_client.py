@@ -232,6 +232,11 @@ def test_waits_that_end_otherwise(client: Client, ns: str) -> None:
     client.create(manifest("GenericJob", "broken", seconds=1, exit_code=3), namespace=ns)
     with pytest.raises(JobEnded, match="GenericJob/broken Failed: ReplicaFailed, while waiting"):
         client.wait("gj/broken", namespace=ns, phase="Succeeded", timeout=60, interval=0.5)
+    # With no phase, a wait is for success too (docs/python.md's walkthrough); both, when asked.
+    with pytest.raises(JobEnded, match=r"Failed: ReplicaFailed, while waiting for Succeeded$"):
+        client.wait("gj/broken", namespace=ns, timeout=60, interval=0.5)
+    either = client.wait("gj/broken", namespace=ns, phase=("Succeeded", "Failed"), timeout=60)
+    assert either.status.phase == "Failed"
     assert ("GenericJob/broken", "Failed") in {
         (e.about, e.reason) for e in client.events("gj/broken", namespace=ns)
     }

@@ -9,6 +9,7 @@ quota), labelled `kueue.x-k8s.io/queue-name: team`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from t9kjobs.client import Client
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
@@ -349,6 +351,87 @@ def test_a_high_priority_job_preempts_a_low_one_which_resumes_and_succeeds(
     )
     assert workload["spec"]["priority"] == 10
     assert workload["spec"]["priorityClassRef"]["name"] == f"{namespace}-low"
+
+
+def _folded(phases: list[str | None]) -> list[str | None]:
+    """The phases in the order seen, each run of one phase once."""
+    return [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]
+
+
+@pytest.mark.usefixtures("namespaced_operator")
+def test_the_client_says_queued_while_a_preempted_job_waits_and_running_once_readmitted(
+    cluster: Any,
+    kube: Kube,
+    queue: str,
+    namespace: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What `t9kjobs.client` reports of a job Kueue preempts and admits again (kubeflow/sdk#803
+    is a client that said the wrong phase for the whole of a resumed run): one `wait` for the
+    end spans it all without raising, its callback and its bar seeing Running, Queued
+    (Preempted), Running, Succeeded; `get` and the summary say Queued (Preempted) while it
+    waits, and nothing of the preemption once it runs again."""
+    client = Client(kubeconfig=cluster.kubeconfig, namespace=namespace)
+    low = _job("steady", queue, seconds=None, **{PRIORITY_LABEL: f"{namespace}-low"})
+    high = _job("urgent", queue, seconds=3, **{PRIORITY_LABEL: f"{namespace}-high"})
+    client.create(low)
+    client.wait("gj/steady", phase="Running", timeout=120, interval=0.25)
+    seen: list[tuple[str | None, str | None]] = []
+    ended: dict[str, Any] = {}
+
+    def wait_for_the_end() -> None:
+        try:
+            ended["job"] = client.wait(
+                "gj/steady",
+                timeout=300,
+                interval=0.25,
+                callback=lambda j: seen.append((j.status.phase, j.status.reason)),
+                progress_bar=True,
+            )
+        except Exception as exc:  # the test's thread says it
+            ended["error"] = exc
+
+    waiter = threading.Thread(target=wait_for_the_end, daemon=True)
+    waiter.start()
+    client.create(high)
+    queued = client.wait("gj/steady", phase="Queued", timeout=120, interval=0.25)
+    assert queued.status.reason == "Preempted", queued.status
+    admitted = queued.status.condition("Admitted")
+    assert admitted is not None and (admitted.status, admitted.reason) == ("False", "Preempted")
+    assert client.get("gj/steady").status.phase == "Queued"
+    assert "Queued (Preempted)" in client.summary("gj/steady")._repr_html_()
+
+    def said_preempted() -> list[str] | None:
+        # The Event is posted after the status is written: it may come a moment later.
+        reasons = [e.reason for e in client.summary("gj/steady").events]
+        return reasons if "Preempted" in reasons else None
+
+    until(said_preempted, "the summary's Events saying Preempted")
+    assert client.wait("gj/urgent", timeout=120, interval=0.25).status.phase == "Succeeded"
+    # Readmitted: Running, and nothing left of the preemption in what the client says.
+    running = client.wait("gj/steady", phase="Running", timeout=120, interval=0.25)
+    assert running.status.reason is None, running.status
+    readmitted, runs = running.status.condition("Admitted"), running.status.condition("Running")
+    assert readmitted is not None and readmitted.status == "True", running.status.conditions
+    assert runs is not None and runs.status == "True", running.status.conditions
+    assert "Queued" not in client.summary("gj/steady")._repr_html_().split("Conditions")[0]
+    for name in _running(kube, "steady"):
+        kube.annotate(name, {SIM_EXIT_CODE: "0", SIM_RUN_SECONDS: "1"})
+    waiter.join(300)
+    assert not waiter.is_alive() and "error" not in ended, ended
+    assert ended["job"].status.phase == "Succeeded"
+    phases = _folded([phase for phase, _ in seen if phase != "Pending"])
+    assert phases == ["Running", "Queued", "Running", "Succeeded"], seen
+    assert ("Queued", "Preempted") in seen, seen
+    # The bar said the same, frame after frame, on standard error.
+    frames = [f.strip() for f in capsys.readouterr().err.split("\r") if f.strip()]
+    print("\n".join(frames))  # the bar as a terminal showed it, for the log
+    said = _folded([f.split(":")[0] for f in frames if f.startswith("GenericJob/steady ")])
+    said = [s.removeprefix("GenericJob/steady ") for s in said if not s.endswith("Pending")]
+    # Queued (Preempted), then Queued alone once Kueue took the Workload back in its queue.
+    assert said[:2] == ["Running", "Queued (Preempted)"], frames
+    assert said[-2:] == ["Running", "Succeeded"], frames
+    assert all(s.startswith("Queued") for s in said[2:-2]), frames
 
 
 @pytest.mark.usefixtures("namespaced_operator")
