@@ -12,7 +12,8 @@ This module is the list, in the order the kit runs them; the checks live by what
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
 `behaviour` (mistakes met in real runs), `runnable` (what a real run needs), `meaning` (ranks,
-world size and addresses, as the kind declares them), `gangs` and `features` (feature plugins,
+world size and addresses, as the kind declares them), `queues` and `topology` (Kueue's
+queues and Topology-Aware Scheduling), `gangs` and `features` (feature plugins,
 and the kinds of every plugin's children), all in `t9kjobs.testing.kit`.
 """
 
@@ -60,6 +61,7 @@ from t9kjobs.testing.kit.runnable import (
     scripts_parse,
 )
 from t9kjobs.testing.kit.subject import Subject
+from t9kjobs.testing.kit.topology import pods_carry_topology_ranks
 from t9kjobs.testing.kit.validity import example_is_valid, invalid_example_is_rejected
 from t9kjobs.testing.kit.verdicts import (
     compute_status_all_succeeded,
@@ -146,6 +148,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("pods_follow_restart_policy", pods_follow_restart_policy),
     Contract("jobs_are_gangs", jobs_are_gangs),
     Contract("jobs_wait_in_queues", jobs_wait_in_queues),
+    Contract("pods_carry_topology_ranks", pods_carry_topology_ranks),
     Contract("host_names_resolve", host_names_resolve),
     Contract("scripts_parse", scripts_parse),
     Contract("arguments_survive_the_shell", arguments_survive_the_shell),
