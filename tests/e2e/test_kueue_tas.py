@@ -12,6 +12,7 @@ in each test's namespace. Jobs' pods take 8 GPUs each, a node each.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 BLOCK, RACK, HOST = "t9kjobs.dev/block", "t9kjobs.dev/rack", "kubernetes.io/hostname"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+GROUP = "kueue.x-k8s.io/podset-group-name"
 NAME = "t9kjobs-e2e-tas"
 # A pod on a deleted node is lost 10 s later (docs/lifecycle.md, "Lost nodes"), not 60.
 OPERATOR_ARGS = ("--lost-node-seconds", "10")
@@ -153,7 +155,7 @@ def queue(topology: NodePool, kube: Kube, namespace: str) -> Iterator[str]:
     }
     _kueue(kube.http, "POST", f"namespaces/{namespace}/localqueues", local)
     yield "team"
-    for plural in ("genericjobs", "deepspeedjobs"):
+    for plural in ("genericjobs", "deepspeedjobs", "pytorchtrainingjobs"):
         kube.http.request(
             "DELETE", f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/{plural}"
         )
@@ -309,13 +311,31 @@ def test_a_deepspeed_job_preferring_a_rack_takes_the_fewest_racks_in_hostfile_or
     for p in placement:
         node = pods[p["pod"]]["spec"]["nodeName"]
         assert p["domain"] == "/".join((*DOMAINS[node], node)) and not p["gated"]
-    print(  # the placement beside the hostfile, for whoever reads the run with -s
-        "\n"
+    # For whoever reads the run with -s: the pods by node, Kueue's assignment, the hostfile.
+    wide = cluster.kubectl(
+        "get",
+        "pods",
+        "-o",
+        "wide",
+        "-L",
+        "tensorstack.dev/rank",
+        "-n",
+        kube.ns,
+        "--sort-by=.spec.nodeName",
+    )
+    (assignment,) = _workload(kube, "deepspeedjob-ds")["status"]["admission"]["podSetAssignments"]
+    print(
+        f"\n$ kubectl get pods -o wide\n{wide.stdout}"
+        f"topologyAssignment: {json.dumps(assignment['topologyAssignment'])}\n"
+        f"hostfile:\n{hostfile['data']['hostfile']}"
         + "\n".join(
             f"{h}\t{pods[h.split('.')[0]]['spec']['nodeName']}\t{r}"
             for h, r in zip(hosts, racks, strict=True)
         )
     )
+    assert _domains(assignment["topologyAssignment"]) == {
+        p["spec"]["nodeName"]: 1 for p in pods.values()
+    }
 
 
 def test_a_job_that_fits_no_block_waits_with_no_pod_until_the_other_ends(
@@ -370,6 +390,51 @@ def test_an_operator_down_while_kueue_admits_places_the_job_when_it_comes_back(
     # The status says Running once the operator has seen the ungated pods: the same pods.
     now = {n: p["metadata"]["uid"] for n, p in kube.pods().items() if n.startswith("back-")}
     assert now == {n: p["metadata"]["uid"] for n, p in pods.items()}
+
+
+def _slots(assignment: Any) -> list[str]:
+    """A podSet's `topologyAssignment` as the host of each rank within the podSet, as Kueue's
+    ungater hands them out: its domains in order, each as many times as its pods."""
+    return [host for host, count in _domains(assignment).items() for _ in range(count)]
+
+
+def test_a_pytorch_master_and_its_workers_grouped_share_a_rack_ranked_across_both(
+    kube: Kube, queue: str
+) -> None:
+    """A master and 3 workers of 4 GPUs in one group (`podset-group-name`) requiring a rack
+    (16 GPUs): two podSets placed in one rack together, the master rank 0 and the workers
+    1..3 (`PET_NODE_RANK`), which Kueue reads within the workers' podSet from the master's
+    count: each worker on the slot of its rank."""
+    annotations = {REQUIRED: RACK, GROUP: "trainer"}
+    master, worker = replica("master", 1), replica("worker", 3)
+    for spec in (master, worker):
+        _gpus(spec["template"], annotations)["spec"]["containers"][0]["resources"] = {
+            "limits": {GPU: 4}
+        }
+    doc = job("PyTorchTrainingJob", "torch", master, worker)
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+    kube.create(doc)
+    pods = _placed(kube, "torch", 4)
+    assert len({DOMAINS[p["spec"]["nodeName"]][1] for p in pods.values()}) == 1, pods.keys()
+    ranks = {n: p["metadata"]["labels"]["tensorstack.dev/rank"] for n, p in pods.items()}
+    assert ranks == {"torch-master-0": "0", **{f"torch-worker-{i}": str(i + 1) for i in range(3)}}
+    for name, pod in pods.items():
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env") or []}
+        assert env["PET_NODE_RANK"] == ranks[name]  # the program's rank is Kueue's
+        assert not pod["spec"].get("schedulingGates")
+        # Kueue counts the workers' podSet from the master's size itself: no offset to add.
+        assert "kueue.x-k8s.io/pod-index-offset" not in pod["metadata"].get("annotations", {})
+    workload = _workload(kube, "pytorchtrainingjob-torch")
+    said = {
+        a["name"]: a["topologyAssignment"]
+        for a in workload["status"]["admission"]["podSetAssignments"]
+    }
+    requests = {s["name"]: s["topologyRequest"] for s in workload["spec"]["podSets"]}
+    assert requests["master"]["podSetGroupName"] == requests["worker"]["podSetGroupName"]
+    assert _slots(said["master"]) == [pods["torch-master-0"]["spec"]["nodeName"]]
+    assert _slots(said["worker"]) == [
+        pods[f"torch-worker-{i}"]["spec"]["nodeName"] for i in range(3)
+    ], said
 
 
 def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
