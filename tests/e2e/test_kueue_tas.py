@@ -466,3 +466,42 @@ def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
     workload = _workload(kube, "genericjob-lost")
     assert DOMAINS[pod["spec"]["nodeName"]][0] == block, workload.get("status")
     assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
+
+
+def test_a_pod_on_a_node_gone_not_ready_is_placed_again_in_its_block(
+    kube: Kube, queue: str, topology: NodePool
+) -> None:
+    """The node stops answering (Ready False, the not-ready taints, KWOK no longer drives
+    it): after the bound (10 s here) the operator gives the pod up as lost, charged to the
+    infrastructure; once no pod of the job runs there, Kueue takes the node for failed
+    (TASReplaceNodeOnPodTermination), gives its slot another host of the required block
+    (TASFailedNodeReplacement), and the pod created again, gated, lands there. After the
+    deletion test: the node stays broken."""
+    doc = _generic("notready", 2, {REQUIRED: BLOCK})
+    doc["spec"]["recoveryPolicy"] = {}
+    kube.create(doc)
+    pods = _placed(kube, "notready", 2)
+    victim = pods["notready-worker-0"]["spec"]["nodeName"]
+    old = pods["notready-worker-0"]["metadata"]["uid"]
+    topology.break_node(victim, "False")
+
+    def replaced() -> Any:
+        pod = kube.pods().get("notready-worker-0")
+        ok = (
+            pod is not None
+            and pod["metadata"]["uid"] != old
+            and phase(pod) == "Running"
+            and pod["spec"].get("nodeName") not in (None, victim)
+        )
+        return pod if ok else None
+
+    pod = until(replaced, f"notready-worker-0 placed again, off {victim}", 150)
+    workload = _workload(kube, "genericjob-notready")
+    assert DOMAINS[pod["spec"]["nodeName"]][0] == DOMAINS[victim][0], workload.get("status")
+    (assignment,) = workload["status"]["admission"]["podSetAssignments"]
+    hosts = _domains(assignment["topologyAssignment"])
+    assert victim not in hosts and pod["spec"]["nodeName"] in hosts, hosts
+    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
+    status = kube.status(doc)
+    print(f"\n{victim} NotReady -> {pod['spec']['nodeName']}; status {status}")
+    assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1, status
