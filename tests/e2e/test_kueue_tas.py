@@ -437,23 +437,13 @@ def test_a_pytorch_master_and_its_workers_grouped_share_a_rack_ranked_across_bot
     ], said
 
 
-def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
-    kube: Kube, queue: str, topology: NodePool
-) -> None:
-    """Kueue finds the lost node's slot another node of the required block
-    (TASFailedNodeReplacement), and the pod the operator creates again, gated, lands there.
-    Last in the module: the node stays deleted."""
-    doc = _generic("lost", 2, {REQUIRED: BLOCK})
-    doc["spec"]["recoveryPolicy"] = {}
-    kube.create(doc)
-    pods = _placed(kube, "lost", 2)
-    victim = pods["lost-worker-0"]["spec"]["nodeName"]
-    block = DOMAINS[victim][0]
-    old = pods["lost-worker-0"]["metadata"]["uid"]
-    topology.remove(victim)
+def _placed_again(kube: Kube, name: str, victim: str, old: str) -> Any:
+    """Pod `name` once created again (not `old`), running off the lost node `victim`, in the
+    same block and in Kueue's new assignment, its rank kept and its loss charged to the
+    infrastructure."""
 
     def replaced() -> Any:
-        pod = kube.pods().get("lost-worker-0")
+        pod = kube.pods().get(name)
         ok = (
             pod is not None
             and pod["metadata"]["uid"] != old
@@ -462,10 +452,34 @@ def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
         )
         return pod if ok else None
 
-    pod = until(replaced, f"lost-worker-0 placed again, off {victim}", 120)
-    workload = _workload(kube, "genericjob-lost")
-    assert DOMAINS[pod["spec"]["nodeName"]][0] == block, workload.get("status")
-    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
+    pod = until(replaced, f"{name} placed again, off {victim}", 150)
+    workload = _workload(kube, f"genericjob-{name.split('-')[0]}")
+    node = pod["spec"]["nodeName"]
+    assert DOMAINS[node][0] == DOMAINS[victim][0], workload.get("status")
+    (assignment,) = workload["status"]["admission"]["podSetAssignments"]
+    hosts = _domains(assignment["topologyAssignment"])
+    assert victim not in hosts and node in hosts, hosts
+    assert not workload["status"].get("unhealthyNodes"), workload["status"]
+    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == name.rsplit("-", 1)[1]
+    status = kube.status({"kind": "GenericJob", "metadata": {"name": name.split("-")[0]}})
+    assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1, status
+    print(f"\n{name}: {victim} lost -> {node}; Kueue's hosts now {hosts}")
+    return pod
+
+
+def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
+    kube: Kube, queue: str, topology: NodePool
+) -> None:
+    """Kueue finds the lost node's slot another node of the required block
+    (TASFailedNodeReplacement), and the pod the operator creates again, gated, lands there.
+    Among the last in the module: the node stays deleted."""
+    doc = _generic("lost", 2, {REQUIRED: BLOCK})
+    doc["spec"]["recoveryPolicy"] = {}
+    kube.create(doc)
+    pods = _placed(kube, "lost", 2)
+    victim = pods["lost-worker-0"]["spec"]["nodeName"]
+    topology.remove(victim)
+    _placed_again(kube, "lost-worker-0", victim, pods["lost-worker-0"]["metadata"]["uid"])
 
 
 def test_a_pod_on_a_node_gone_not_ready_is_placed_again_in_its_block(
@@ -482,26 +496,5 @@ def test_a_pod_on_a_node_gone_not_ready_is_placed_again_in_its_block(
     kube.create(doc)
     pods = _placed(kube, "notready", 2)
     victim = pods["notready-worker-0"]["spec"]["nodeName"]
-    old = pods["notready-worker-0"]["metadata"]["uid"]
     topology.break_node(victim, "False")
-
-    def replaced() -> Any:
-        pod = kube.pods().get("notready-worker-0")
-        ok = (
-            pod is not None
-            and pod["metadata"]["uid"] != old
-            and phase(pod) == "Running"
-            and pod["spec"].get("nodeName") not in (None, victim)
-        )
-        return pod if ok else None
-
-    pod = until(replaced, f"notready-worker-0 placed again, off {victim}", 150)
-    workload = _workload(kube, "genericjob-notready")
-    assert DOMAINS[pod["spec"]["nodeName"]][0] == DOMAINS[victim][0], workload.get("status")
-    (assignment,) = workload["status"]["admission"]["podSetAssignments"]
-    hosts = _domains(assignment["topologyAssignment"])
-    assert victim not in hosts and pod["spec"]["nodeName"] in hosts, hosts
-    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
-    status = kube.status(doc)
-    print(f"\n{victim} NotReady -> {pod['spec']['nodeName']}; status {status}")
-    assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1, status
+    _placed_again(kube, "notready-worker-0", victim, pods["notready-worker-0"]["metadata"]["uid"])
