@@ -197,7 +197,8 @@ def _check_pods(where: str, workload: Obj, pods: list[Obj], pod_set: dict[str, s
             if missing:
                 raise ContractViolation(
                     f"{where}: admitted by topology, pod {meta['name']} lacks {', '.join(missing)}:"
-                    " Kueue never places it (the engine sets them after t9kjobs_mutate_pod)"
+                    " Kueue never places it (the engine sets them after every t9kjobs_mutate_pod:"
+                    " a fault of t9k-jobs to report)"
                 )
             offsets.add((meta.get("annotations") or {}).get(ANNOTATION_OFFSET, "0"))
         if len(offsets) != 1 or not next(iter(offsets)).isdigit():
