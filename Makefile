@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 include hack/cluster/cluster.mk
 
-.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress bench-recovery bench-admission soak chaos demo demo-sim mutate clean
+.PHONY: venv dist plugin-api test unit lint typecheck layers layout check crds tools conformance plugin-guide bench bench-scale bench-progress bench-recovery bench-admission bench-tas soak chaos demo demo-sim mutate clean
 
 # EDITABLE_MODE=strict: t9kjobs as a folder of links that type checkers read (a plugin's
 # `mypy --strict` against this tree, docs/conformance.md); new modules then need `make venv`.
@@ -115,6 +115,12 @@ bench-recovery: $(STAMP)
 # and CPU a create. About 3 min, never in CI. ADMISSION_ARGS="--in-flight 8" for a burst.
 bench-admission: $(STAMP)
 	$(BIN)/python -m bench.admission_cost $(ADMISSION_ARGS)
+
+# What Kueue's Topology-Aware Scheduling costs a job (docs/benchmarks.md, "The cost of
+# topology-aware placement"): the same jobs queued without and with a Topology on one KWOK
+# cluster with Kueue; requests and time to placement a job. Never in CI.
+bench-tas: $(STAMP)
+	$(BIN)/python -m bench.tas_cost $(TAS_ARGS)
 
 # The chaos tier at full size (docs/reliability.md): 200 jobs while the operator's two replicas
 # are killed 3 times and frozen twice and kube-apiserver restarted once. `make test` runs it

@@ -9,7 +9,8 @@ job's gang, which decides whether a replacement can rejoin it: `rejoin_or_alone`
 status only `phase`, per container `name`,
 `state` and `lastState`, a `PodScheduled` condition that says it cannot be placed (why its
 gang waits: `t9kjobs.planner.placement`), and what the recovery rules read of a failed pod
-(`t9kjobs.planner.failures`): its `DisruptionTarget` condition's type, status and reason,
+(`t9kjobs.planner.failures`): its `DisruptionTarget` condition's type, status and reason
+(and Kueue's `TerminatedByKueue`'s),
 `status.reason` and `status.message` cut to 256 characters. The rendered
 spec (containers, env, volumes, the launch command's copy in the environment) and the kubelet's
 details (conditions, IPs, images, container ids) go. The planner compares pods with the job by
@@ -55,6 +56,9 @@ _CONDITION_FIELDS = ("type", "status", "reason", "message")
 # (its DisruptionTarget condition, without the message), and the kubelet's reason and message
 # (`Evicted`, `NodeShutdown`), the message cut: an eviction's names every container's usage.
 _DISRUPTION_FIELDS = ("type", "status", "reason")
+# Conditions kept so: who disrupted it, and Kueue's TAS node controller failing a pod that
+# waited on a failed node (`TerminatedByKueue`).
+_DISRUPTIONS = ("DisruptionTarget", "TerminatedByKueue")
 _MESSAGE_LIMIT = 256
 
 
@@ -100,7 +104,7 @@ def _slim_pod(pod: Obj) -> Obj:
         ] + [
             {k: c[k] for k in _DISRUPTION_FIELDS if k in c}
             for c in status.get("conditions") or []
-            if c.get("type") == "DisruptionTarget"
+            if c.get("type") in _DISRUPTIONS
         ]
         if conditions:
             kept["conditions"] = conditions

@@ -28,7 +28,7 @@ from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
 from t9kjobs.planner.rules import kueue_rule
 from t9kjobs.planner.situation import Changes
 from t9kjobs.planner.status import shown_deleted
-from t9kjobs.planner.topology import topology_admitted
+from t9kjobs.planner.topology import GATE, topology_admitted
 from t9kjobs.planner.types import Event, Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     WORKLOAD,
@@ -41,10 +41,19 @@ from t9kjobs.planner.workloads import (
 )
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["admission", "evicted_for_good", "finished_workloads", "label_ignored"]
+__all__ = [
+    "admission",
+    "evicted_for_good",
+    "finished_workloads",
+    "label_ignored",
+    "while_kueue_replaces",
+]
 
 # A job whose Workload cannot be built yet (its priority class is missing) looks again this often.
 RETRY_SECONDS = 10.0
+# How soon a pod held while Kueue replaces a failed node is looked at again (the Workload's
+# change wakes the job sooner).
+REPLACING_SECONDS = 1.0
 # Phases of a pod that holds nothing on its node any more.
 _ENDED = ("Succeeded", "Failed")
 
@@ -397,3 +406,28 @@ def _with_flavors(pods: Sequence[DesiredPod], workload: Obj, kueue: Kueue) -> st
                 spec["tolerations"] = tolerations
     topology_admitted(pods, workload, {p.name: pod_set_name(p.replica_type) for p in pods})
     return None
+
+
+def while_kueue_replaces(changes: Changes, job: Job, observed: Observed) -> Changes:
+    """`changes` without the creation of the pods Kueue's ungater places while Kueue looks
+    for a failed node's replacement (the Workload's `status.unhealthyNodes`, set by Kueue's
+    TAS node controller, cleared when its scheduler writes the new `topologyAssignment`).
+    Created meanwhile, a pod replacing one lost with that node would be given the failed
+    node's slot (the ungater reads the assignment a second after the pod appears, and the
+    replacement may take longer); it would never be scheduled there, and Kueue would then fail
+    it. Held, it is created once the assignment names the new node; a requeue looks again."""
+    workload = observed.get(WORKLOAD, workload_name(job))
+    if not ((workload or {}).get("status") or {}).get("unhealthyNodes"):
+        return changes
+    created = tuple(
+        o
+        for o in changes.create
+        if not (
+            o.get("kind") == "Pod"
+            and any(g.get("name") == GATE for g in o["spec"].get("schedulingGates") or [])
+        )
+    )
+    if len(created) == len(changes.create):
+        return changes
+    waits = [w for w in (changes.requeue_after, REPLACING_SECONDS) if w is not None]
+    return replace(changes, create=created, requeue_after=min(waits))

@@ -9,7 +9,10 @@ each container's terminated state). Pure: the same pod gives the same failure.
 The first that applies decides, most specific first: who disrupted the pod (Kubernetes says so
 in `DisruptionTarget`, or in the kubelet's `status.reason`) comes before what the program did,
 because a program killed by an eviction exits 137 like one killed for its own memory use, and
-the disruption is the cause the rules want to charge.
+the disruption is the cause the rules want to charge. A pod Kueue failed because it waited on
+a node Kueue's Topology-Aware Scheduling took for failed (condition `TerminatedByKueue`, reason
+`UnschedulableOnAssignedNode`: ungated onto a lost node's slot before Kueue replaced the node)
+never ran: `NodeLost`, charged to the infrastructure like the pod lost with that node.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from dataclasses import dataclass
 
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["DISRUPTION", "Failure", "classify", "disruption_of", "exit_code_of", "exit_of"]
+__all__ = [
+    "DISRUPTION",
+    "KUEUE_TERMINATED",
+    "Failure",
+    "classify",
+    "disruption_of",
+    "exit_code_of",
+    "exit_of",
+]
 
 DISRUPTION = "DisruptionTarget"
 
@@ -30,6 +41,8 @@ _EVICTED = frozenset({"EvictionByEvictionAPI", "TerminationByKubelet"})
 # shutdown); `NodeLost` is what the node controller wrote before v1.26.
 _EVICTED_STATUS = frozenset({"Evicted", "NodeShutdown", "Shutdown", "Terminated"})
 _NODE_LOST_STATUS = frozenset({"NodeLost"})
+# Kueue's TAS node controller's condition on a pod it failed for its node (module docstring).
+KUEUE_TERMINATED = "TerminatedByKueue"
 
 
 def exit_of(pod: Obj, training_container: str | None) -> tuple[str, int] | None:
@@ -110,7 +123,11 @@ def classify(pod: Obj, training_container: str | None) -> Failure:
     pod_reason = (pod.get("status") or {}).get("reason")
     disrupted = condition if condition is not None and condition.get("status") == "True" else None
     by = (disrupted or {}).get("reason")
-    if by in _NODE_LOST or pod_reason in _NODE_LOST_STATUS:
+    by_kueue = any(
+        c.get("type") == KUEUE_TERMINATED and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+    if by in _NODE_LOST or pod_reason in _NODE_LOST_STATUS or by_kueue:
         reason = "NodeLost"
     elif by in _PREEMPTED:
         reason = "Preempted"

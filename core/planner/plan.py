@@ -50,6 +50,7 @@ from t9kjobs.planner.admission import (
     evicted_for_good,
     finished_workloads,
     label_ignored,
+    while_kueue_replaces,
 )
 from t9kjobs.planner.checkpoints import record_checkpoint
 from t9kjobs.planner.conditions import (
@@ -135,6 +136,8 @@ def plan(
                 held = admission(job, q, status, observed, s.pods, ts, aux=s.aux)
             if held is None:
                 changes = _judge(s, status, hooks)
+                if q is not None:  # Kueue's TAS: no pod for a failed node's slot
+                    changes = while_kueue_replaces(changes, job, observed)
                 if status.phase == "Running":
                     source = progress_source(job, s.pods, s.pods_by_name)
                     stacks = s.stacks.ask or s.stacks.hold

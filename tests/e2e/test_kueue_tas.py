@@ -12,6 +12,7 @@ in each test's namespace. Jobs' pods take 8 GPUs each, a node each.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 BLOCK, RACK, HOST = "t9kjobs.dev/block", "t9kjobs.dev/rack", "kubernetes.io/hostname"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+GROUP = "kueue.x-k8s.io/podset-group-name"
 NAME = "t9kjobs-e2e-tas"
 # A pod on a deleted node is lost 10 s later (docs/lifecycle.md, "Lost nodes"), not 60.
 OPERATOR_ARGS = ("--lost-node-seconds", "10")
@@ -153,7 +155,7 @@ def queue(topology: NodePool, kube: Kube, namespace: str) -> Iterator[str]:
     }
     _kueue(kube.http, "POST", f"namespaces/{namespace}/localqueues", local)
     yield "team"
-    for plural in ("genericjobs", "deepspeedjobs"):
+    for plural in ("genericjobs", "deepspeedjobs", "pytorchtrainingjobs"):
         kube.http.request(
             "DELETE", f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/{plural}"
         )
@@ -309,13 +311,31 @@ def test_a_deepspeed_job_preferring_a_rack_takes_the_fewest_racks_in_hostfile_or
     for p in placement:
         node = pods[p["pod"]]["spec"]["nodeName"]
         assert p["domain"] == "/".join((*DOMAINS[node], node)) and not p["gated"]
-    print(  # the placement beside the hostfile, for whoever reads the run with -s
-        "\n"
+    # For whoever reads the run with -s: the pods by node, Kueue's assignment, the hostfile.
+    wide = cluster.kubectl(
+        "get",
+        "pods",
+        "-o",
+        "wide",
+        "-L",
+        "tensorstack.dev/rank",
+        "-n",
+        kube.ns,
+        "--sort-by=.spec.nodeName",
+    )
+    (assignment,) = _workload(kube, "deepspeedjob-ds")["status"]["admission"]["podSetAssignments"]
+    print(
+        f"\n$ kubectl get pods -o wide\n{wide.stdout}"
+        f"topologyAssignment: {json.dumps(assignment['topologyAssignment'])}\n"
+        f"hostfile:\n{hostfile['data']['hostfile']}"
         + "\n".join(
             f"{h}\t{pods[h.split('.')[0]]['spec']['nodeName']}\t{r}"
             for h, r in zip(hosts, racks, strict=True)
         )
     )
+    assert _domains(assignment["topologyAssignment"]) == {
+        p["spec"]["nodeName"]: 1 for p in pods.values()
+    }
 
 
 def test_a_job_that_fits_no_block_waits_with_no_pod_until_the_other_ends(
@@ -372,23 +392,58 @@ def test_an_operator_down_while_kueue_admits_places_the_job_when_it_comes_back(
     assert now == {n: p["metadata"]["uid"] for n, p in pods.items()}
 
 
-def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
-    kube: Kube, queue: str, topology: NodePool
+def _slots(assignment: Any) -> list[str]:
+    """A podSet's `topologyAssignment` as the host of each rank within the podSet, as Kueue's
+    ungater hands them out: its domains in order, each as many times as its pods."""
+    return [host for host, count in _domains(assignment).items() for _ in range(count)]
+
+
+def test_a_pytorch_master_and_its_workers_grouped_share_a_rack_ranked_across_both(
+    kube: Kube, queue: str
 ) -> None:
-    """Kueue finds the lost node's slot another node of the required block
-    (TASFailedNodeReplacement), and the pod the operator creates again, gated, lands there.
-    Last in the module: the node stays deleted."""
-    doc = _generic("lost", 2, {REQUIRED: BLOCK})
-    doc["spec"]["recoveryPolicy"] = {}
+    """A master and 3 workers of 4 GPUs in one group (`podset-group-name`) requiring a rack
+    (16 GPUs): two podSets placed in one rack together, the master rank 0 and the workers
+    1..3 (`PET_NODE_RANK`), which Kueue reads within the workers' podSet from the master's
+    count: each worker on the slot of its rank."""
+    annotations = {REQUIRED: RACK, GROUP: "trainer"}
+    master, worker = replica("master", 1), replica("worker", 3)
+    for spec in (master, worker):
+        _gpus(spec["template"], annotations)["spec"]["containers"][0]["resources"] = {
+            "limits": {GPU: 4}
+        }
+    doc = job("PyTorchTrainingJob", "torch", master, worker)
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
     kube.create(doc)
-    pods = _placed(kube, "lost", 2)
-    victim = pods["lost-worker-0"]["spec"]["nodeName"]
-    block = DOMAINS[victim][0]
-    old = pods["lost-worker-0"]["metadata"]["uid"]
-    topology.remove(victim)
+    pods = _placed(kube, "torch", 4)
+    assert len({DOMAINS[p["spec"]["nodeName"]][1] for p in pods.values()}) == 1, pods.keys()
+    ranks = {n: p["metadata"]["labels"]["tensorstack.dev/rank"] for n, p in pods.items()}
+    assert ranks == {"torch-master-0": "0", **{f"torch-worker-{i}": str(i + 1) for i in range(3)}}
+    for name, pod in pods.items():
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env") or []}
+        assert env["PET_NODE_RANK"] == ranks[name]  # the program's rank is Kueue's
+        assert not pod["spec"].get("schedulingGates")
+        # Kueue counts the workers' podSet from the master's size itself: no offset to add.
+        assert "kueue.x-k8s.io/pod-index-offset" not in pod["metadata"].get("annotations", {})
+    workload = _workload(kube, "pytorchtrainingjob-torch")
+    said = {
+        a["name"]: a["topologyAssignment"]
+        for a in workload["status"]["admission"]["podSetAssignments"]
+    }
+    requests = {s["name"]: s["topologyRequest"] for s in workload["spec"]["podSets"]}
+    assert requests["master"]["podSetGroupName"] == requests["worker"]["podSetGroupName"]
+    assert _slots(said["master"]) == [pods["torch-master-0"]["spec"]["nodeName"]]
+    assert _slots(said["worker"]) == [
+        pods[f"torch-worker-{i}"]["spec"]["nodeName"] for i in range(3)
+    ], said
+
+
+def _placed_again(kube: Kube, name: str, victim: str, old: str) -> Any:
+    """Pod `name` once created again (not `old`), running off the lost node `victim`, in the
+    same block and in Kueue's new assignment, its rank kept and its loss charged to the
+    infrastructure."""
 
     def replaced() -> Any:
-        pod = kube.pods().get("lost-worker-0")
+        pod = kube.pods().get(name)
         ok = (
             pod is not None
             and pod["metadata"]["uid"] != old
@@ -397,7 +452,49 @@ def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
         )
         return pod if ok else None
 
-    pod = until(replaced, f"lost-worker-0 placed again, off {victim}", 120)
-    workload = _workload(kube, "genericjob-lost")
-    assert DOMAINS[pod["spec"]["nodeName"]][0] == block, workload.get("status")
-    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == "0"
+    pod = until(replaced, f"{name} placed again, off {victim}", 150)
+    workload = _workload(kube, f"genericjob-{name.split('-')[0]}")
+    node = pod["spec"]["nodeName"]
+    assert DOMAINS[node][0] == DOMAINS[victim][0], workload.get("status")
+    (assignment,) = workload["status"]["admission"]["podSetAssignments"]
+    hosts = _domains(assignment["topologyAssignment"])
+    assert victim not in hosts and node in hosts, hosts
+    assert not workload["status"].get("unhealthyNodes"), workload["status"]
+    assert pod["metadata"]["labels"]["tensorstack.dev/rank"] == name.rsplit("-", 1)[1]
+    status = kube.status({"kind": "GenericJob", "metadata": {"name": name.split("-")[0]}})
+    assert status["backoffCount"] == 0 and status["infrastructureRestartCount"] == 1, status
+    print(f"\n{name}: {victim} lost -> {node}; Kueue's hosts now {hosts}")
+    return pod
+
+
+def test_a_pod_lost_with_its_node_is_placed_again_in_its_block(
+    kube: Kube, queue: str, topology: NodePool
+) -> None:
+    """Kueue finds the lost node's slot another node of the required block
+    (TASFailedNodeReplacement), and the pod the operator creates again, gated, lands there.
+    Among the last in the module: the node stays deleted."""
+    doc = _generic("lost", 2, {REQUIRED: BLOCK})
+    doc["spec"]["recoveryPolicy"] = {}
+    kube.create(doc)
+    pods = _placed(kube, "lost", 2)
+    victim = pods["lost-worker-0"]["spec"]["nodeName"]
+    topology.remove(victim)
+    _placed_again(kube, "lost-worker-0", victim, pods["lost-worker-0"]["metadata"]["uid"])
+
+
+def test_a_pod_on_a_node_gone_not_ready_is_placed_again_in_its_block(
+    kube: Kube, queue: str, topology: NodePool
+) -> None:
+    """The node stops answering (Ready False, the not-ready taints, KWOK no longer drives
+    it): after the bound (10 s here) the operator gives the pod up as lost, charged to the
+    infrastructure; once no pod of the job runs there, Kueue takes the node for failed
+    (TASReplaceNodeOnPodTermination), gives its slot another host of the required block
+    (TASFailedNodeReplacement), and the pod created again, gated, lands there. After the
+    deletion test: the node stays broken."""
+    doc = _generic("notready", 2, {REQUIRED: BLOCK})
+    doc["spec"]["recoveryPolicy"] = {}
+    kube.create(doc)
+    pods = _placed(kube, "notready", 2)
+    victim = pods["notready-worker-0"]["spec"]["nodeName"]
+    topology.break_node(victim, "False")
+    _placed_again(kube, "notready-worker-0", victim, pods["notready-worker-0"]["metadata"]["uid"])

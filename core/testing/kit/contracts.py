@@ -13,7 +13,8 @@ This module is the list, in the order the kit runs them; the checks live by what
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
 `behaviour` (mistakes met in real runs), `managed` (`spec.managedBy`), `runnable` (what a
 real run needs), `meaning` (ranks, world size and addresses, as the kind declares them),
-`gangs` and `features` (feature plugins, and the kinds of every plugin's children), all in
+`queues` and `topology` (Kueue's queues and Topology-Aware Scheduling), `gangs` and
+`features` (feature plugins, and the kinds of every plugin's children), all in
 `t9kjobs.testing.kit`.
 """
 
@@ -62,6 +63,7 @@ from t9kjobs.testing.kit.runnable import (
     scripts_parse,
 )
 from t9kjobs.testing.kit.subject import Subject
+from t9kjobs.testing.kit.topology import pods_carry_topology_ranks
 from t9kjobs.testing.kit.validity import example_is_valid, invalid_example_is_rejected
 from t9kjobs.testing.kit.verdicts import (
     compute_status_all_succeeded,
@@ -149,6 +151,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("jobs_are_gangs", jobs_are_gangs),
     Contract("jobs_wait_in_queues", jobs_wait_in_queues),
     Contract("jobs_managed_elsewhere_are_left_alone", jobs_managed_elsewhere_are_left_alone),
+    Contract("pods_carry_topology_ranks", pods_carry_topology_ranks),
     Contract("host_names_resolve", host_names_resolve),
     Contract("scripts_parse", scripts_parse),
     Contract("arguments_survive_the_shell", arguments_survive_the_shell),

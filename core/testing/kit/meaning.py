@@ -24,7 +24,7 @@ from t9kjobs.testing.kit.shellwords import words
 from t9kjobs.testing.kit.subject import Subject
 from t9kjobs.testing.kit.violation import ContractViolation
 
-__all__ = ["addresses_name_the_job", "ranks_cover_the_world"]
+__all__ = ["addresses_name_the_job", "ranks_cover_the_world", "told_ranks"]
 
 # Shells a launch line may pass through (a script, then `ssh host CMD`, quoted once more).
 _LEVELS = 3
@@ -96,13 +96,17 @@ class _Setting:
     elastic: bool  # a rendezvous may assign the ranks
 
 
-def _setting(subject: Subject, example: Example) -> _Setting | None:
-    job = subject.job(example)
+def _setting(
+    subject: Subject, example: Example, job: Job | None = None, made: Sequence[Obj] = ()
+) -> _Setting | None:
+    """What the kind declares and its pods are told: of the example's first reconcile, or of
+    `job`'s objects `made` (another reconcile's)."""
+    job = job or subject.job(example)
     life = job.spec.lifecycle()
     declared = life.distribution
     if declared is None:
         return None
-    created = list(subject.first_reconcile(job).create)
+    created = list(made) or list(subject.first_reconcile(job).create)
     desired = {p.name: p for p in build_pods(subject.hooks(job.kind), job)}
     pods = []
     for obj in created:
@@ -275,6 +279,34 @@ def _check_ranks(example: Example, s: _Setting) -> None:
             f" ranked pods are {given}; they must be exactly 0..{n - 1}, one each"
             f" ({s.declared.unit} ranks): number them from 0 in the pods' order, each pod its own"
         )
+
+
+def told_ranks(
+    subject: Subject, example: Example, job: Job, made: Sequence[Obj]
+) -> tuple[dict[str, int], str] | None:
+    """Each ranked pod's rank as its program is told it among `job`'s objects `made`, and
+    where it is told: by the kind's rank carriers, else by its place in the hostfile. None
+    when the kind says no rank of its own (the framework assigns them), or says them so that
+    `ranks_cover_the_world` fails (it says why)."""
+    s = _setting(subject, example, job, made)
+    if s is None or not s.declared.ranks:
+        return None
+    carriers = [c for c in s.declared.ranks if not isinstance(c, Hostfile)]
+    try:
+        if not carriers:
+            hostfile = next(c for c in s.declared.ranks if isinstance(c, Hostfile))
+            names = {pod_hostname(p.obj): p.name for p in s.ranked}
+            lines = _hostfile(example, s, hostfile)
+            order = {names[host.split(".")[0]]: i for i, (host, _) in enumerate(lines)}
+            return order, f"its place in the {hostfile}"
+    except ContractViolation:
+        return None
+    told: dict[str, int] = {}
+    for pod in s.ranked:
+        values = {v for c in carriers for v in pod.values(c)}
+        if len(values) == 1 and next(iter(values)).isdigit():
+            told[pod.name] = int(values.pop())
+    return told, ", ".join(str(c) for c in carriers)
 
 
 # -- addresses -------------------------------------------------------------------------------

@@ -137,18 +137,24 @@ def test_other_kinds_keep_their_spec(manager: PluginManager) -> None:
 
 
 def test_a_disrupted_pod_keeps_what_the_recovery_rules_read(manager: PluginManager) -> None:
-    """The DisruptionTarget condition (type, status, reason), status.reason and a cut
-    status.message: what `t9kjobs.planner.failures.classify` reads."""
+    """The DisruptionTarget condition (type, status, reason), Kueue's TerminatedByKueue,
+    status.reason and a cut status.message: what `t9kjobs.planner.failures.classify` reads."""
     pod = next(o for (kind, _), o in children(manager).items() if kind == "Pod")
     served = as_served(pod, "Failed", 137)
     served["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
     served["status"].update(reason="Evicted", message="The node was low on memory. " * 40)
     disruption = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}
-    served["status"]["conditions"].append(
-        {**disruption, "message": "evicted", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-    )
+    by_kueue = {
+        "type": "TerminatedByKueue",
+        "status": "True",
+        "reason": "UnschedulableOnAssignedNode",
+    }
+    for condition in (disruption, by_kueue):
+        served["status"]["conditions"].append(
+            {**condition, "message": "gone", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        )
     kept = slimmer("Pod")(copy.deepcopy(served))
-    assert kept["status"]["conditions"] == [disruption]
+    assert kept["status"]["conditions"] == [disruption, by_kueue]
     assert kept["status"]["reason"] == "Evicted"
     assert kept["status"]["message"] == served["status"]["message"][:256]
     terminated = kept["status"]["containerStatuses"][0]["state"]["terminated"]

@@ -43,12 +43,22 @@ def _pod(
     return out
 
 
+def _kueue_failed() -> Obj:
+    pod = _pod(None)
+    pod["status"]["conditions"] = [
+        {"type": "TerminatedByKueue", "status": "True", "reason": "UnschedulableOnAssignedNode"}
+    ]
+    return pod
+
+
 CLASSIFY = [
     (_pod(1), "Error", 1),
     (_pod(137, "OOMKilled"), "OOMKilled", 137),
     (_pod(137, disruption="DeletionByTaintManager"), "NodeLost", 137),
     (_pod(None, disruption="DeletionByPodGC"), "NodeLost", None),
     (_pod(None, pod_reason="NodeLost"), "NodeLost", None),
+    # Kueue's TAS failed it, ungated onto a failed node's slot: it never ran
+    (_kueue_failed(), "NodeLost", None),
     (_pod(137, "OOMKilled", disruption="PreemptionByScheduler"), "Preempted", 137),
     (_pod(143, disruption="EvictionByEvictionAPI"), "Evicted", 143),
     (_pod(137, disruption="TerminationByKubelet"), "Evicted", 137),

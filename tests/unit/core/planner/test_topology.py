@@ -218,3 +218,30 @@ def test_a_group_is_two_replica_types_asking_alike(
     assert p.status.reason == "TopologyRequestInvalid" and not sim.pods()
     message = sim.condition("Admitted")["message"]
     assert message.startswith(f"{GROUP} g (replica types master") and said in message
+
+
+def test_a_pod_for_a_failed_nodes_slot_waits_until_kueue_has_replaced_the_node() -> None:
+    """Kueue's TAS node controller lists a failed node in the Workload's `unhealthyNodes`
+    until its scheduler writes the new assignment: a pod created meanwhile would be given the
+    failed node's slot. The lost pod's replacement waits, with nothing else held or counted,
+    and is created, gated, once the list is empty."""
+    sim = QueueSim(_annotated(queued_job(replicas=2), {REQUIRED: RACK}))
+    sim.step()
+    _admit_by_topology(sim, WL[1])
+    sim.step()
+    sim.run_pods()
+    sim.step()
+    del sim.objects[("Pod", "tiny-worker-0")]  # deleted, lost with its node
+    sim.objects[WL]["status"]["unhealthyNodes"] = [{"name": "h0"}]
+    counts = ("backoffCount", "infrastructureRestartCount")
+    before = [sim.manifest["status"].get(k) for k in counts]
+    held = sim.step()
+    assert not [o for o in held.create if o["kind"] == "Pod"]
+    assert held.requeue_after is not None and held.requeue_after <= 1.0
+    assert sim.manifest["status"]["phase"] == "Running"
+    del sim.objects[WL]["status"]["unhealthyNodes"]  # Kueue's scheduler replaced h0
+    created = [o for o in sim.step().create if o["kind"] == "Pod"]
+    assert [sim.manifest["status"].get(k) for k in counts] == before
+    assert [p["metadata"]["name"] for p in created] == ["tiny-worker-0"]
+    assert created[0]["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert created[0]["metadata"]["labels"]["tensorstack.dev/rank"] == "0"

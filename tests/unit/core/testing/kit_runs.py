@@ -151,6 +151,7 @@ ALL_CONTRACTS = {
             "jobs_are_gangs",
             "jobs_wait_in_queues",
             "jobs_managed_elsewhere_are_left_alone",
+            "pods_carry_topology_ranks",
             "host_names_resolve",
             "scripts_parse",
             "arguments_survive_the_shell",

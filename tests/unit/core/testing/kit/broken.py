@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "ADMISSION_ONLY_RULE",
     "BARE_POD_COORDINATOR",
+    "BUILDS_ITS_OWN_METADATA",
     "COORDINATOR_WITHOUT_SERVICE",
     "FIXED_OUTWEIGHS",
     "FIXED_STATUS",
@@ -24,6 +25,7 @@ __all__ = [
     "MOUNTS_UNDECLARED_SECRET",
     "OURS_ALONE",
     "OUT_OF_THE_GANG",
+    "RANKS_AGAINST_THE_PODS",
     "RANKS_FROM_ONE",
     "RESTARTING_COUNTS_AS_DONE",
     "RESTART_POLICY_IGNORED",
@@ -311,6 +313,27 @@ def coordinator(job, pods):
     return f"{pods[0].name}:6666"
 """
 )
+
+# Process ids 0..N-1, but counted from the last pod: Kueue places worker-0 and worker-1 as
+# neighbours, the program's ranks 1 and 0 (a ring that crosses racks on every step).
+RANKS_AGAINST_THE_PODS = (
+    JAX_LIKE
+    + """
+def process_id(pods, i):
+    return len(pods) - 1 - i
+"""
+)
+
+# Pod metadata of the plugin's own (labels for its Service), the template's annotations
+# dropped: the user's `kueue.x-k8s.io/podset-*-topology` never reaches Kueue.
+BUILDS_ITS_OWN_METADATA = """
+@hookimpl
+def t9kjobs_build_pods(job):
+    pods = build_pods(job)
+    for pod in pods:
+        pod.manifest["metadata"].pop("annotations", None)
+    return pods
+"""
 
 # A 0.2 plugin: it declares nothing of what its job means (kit v4 requires it).
 UNDECLARED = """
