@@ -24,6 +24,7 @@ from typing import Any
 from kubernetes import client as k8s_client
 
 from t9kjobs.client.describe import describe
+from t9kjobs.client.dispatch import job_events, run_mode_reader, worker_reader
 from t9kjobs.client.errors import (
     ClientError,
     JobEnded,
@@ -127,6 +128,7 @@ class Client:
                 namespace = "default"
         self.namespace = namespace
         self.reader = ClusterReader(Transport(cfg, qps=0), self.plugins)
+        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig else None  # a worker's context
 
     # -- naming --------------------------------------------------------------------------------
 
@@ -308,7 +310,8 @@ class Client:
         simulated node)."""
         if replica is not None and all_replicas:
             raise ClientError("give a replica or all_replicas, not both")
-        logs = JobLogs(self.reader, self.ref(job, name, namespace), container)
+        ref = self.ref(job, name, namespace)
+        logs = JobLogs(worker_reader(self.reader, ref, self._kubeconfig), ref, container)
         if all_replicas:
             return logs.follow_all(tail, since) if follow else iter(logs.all_once(tail, since))
         which, pod = logs.resolve(replica, wait=follow)
@@ -322,9 +325,7 @@ class Client:
         self, job: JobLike, name: str | None = None, *, namespace: str | None = None
     ) -> builtins.list[JobEvent]:
         """The Events about the job and its pods, oldest first."""
-        ref = self.ref(job, name, namespace)
-        raw = self.reader.job(ref)
-        found = self.reader.job_events(raw, self.reader.pods(ref, uid_of(raw)))
+        found = job_events(self.reader, self.ref(job, name, namespace), self._kubeconfig)
         return [
             JobEvent(
                 time=event_time(e),
@@ -385,7 +386,7 @@ class Client:
     def _run_mode(self, ref: JobRef, paused: bool) -> Job:
         path = job_resource(ref.info).path(ref.namespace, ref.name)
         patch = {"spec": {"runMode": {"pause": {"enabled": paused}}}}
-        answer = self.reader.call(
+        answer = run_mode_reader(self.reader, ref, self._kubeconfig).call(
             "PATCH", path, ref.where, body=patch, content_type="application/merge-patch+json"
         )
         return self._typed(answer)
