@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from t9kjobs.client.describe import seconds_since
+from t9kjobs.models import MANAGED_BY_MULTIKUEUE
 
 __all__ = ["WIDTH", "render"]
 
@@ -71,6 +72,9 @@ def _render_header(facts: dict[str, Any], now: datetime) -> list[str]:
         f"Namespace:  {facts['namespace']}",
         f"Kind:       {facts['kind']}",
     ]
+    manager = facts.get("managedBy")
+    if manager:
+        out += _wrap(_managed(manager), " " * 12, "Managed by: ")
     in_phase = facts["inPhaseSeconds"]
     since = f" for {_age(in_phase)}" if in_phase is not None else ""
     mode = f" ({facts['runMode']} mode)" if facts.get("runMode") not in (None, "Immediate") else ""
@@ -85,6 +89,16 @@ def _render_header(facts: dict[str, Any], now: datetime) -> list[str]:
     if facts["progress"]:
         out.append(_cut(progress_text(facts["progress"], now), "Progress:   "))
     return out
+
+
+def _managed(manager: str) -> str:
+    """What `spec.managedBy` means for this operator (`t9kjobs.planner.elsewhere`)."""
+    if manager == MANAGED_BY_MULTIKUEUE:
+        return (
+            f"{manager}; this operator only makes its Workload: MultiKueue runs the job on a"
+            " worker cluster, and its status is the worker's"
+        )
+    return f"{manager}; this operator does nothing with it"
 
 
 def progress_text(progress: dict[str, Any], now: datetime) -> str:

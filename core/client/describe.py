@@ -24,7 +24,7 @@ from t9kjobs.client.reader import (
     uid_of,
 )
 from t9kjobs.kube.transport import ApiError
-from t9kjobs.models import Job
+from t9kjobs.models import Job, manager_of
 from t9kjobs.objects import ANNOTATION_LAUNCH_COMMAND, DesiredPod, Obj, find_container, replica_id
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.planner.topology import ANNOTATION_WORKLOAD, GATE, LABEL_PODSET, LABEL_RANK, domain_of
@@ -137,6 +137,8 @@ class _Describer:
             "kind": self.ref.info.kind,
             "name": self.ref.name,
             "namespace": self.ref.namespace,
+            # Another controller's job (spec.managedBy): None when it is this operator's.
+            "managedBy": manager_of(self.raw.get("spec") or {}),
             "created": meta.get("creationTimestamp"),
             "phase": phase,
             "inPhaseSeconds": seconds_since(since or meta.get("creationTimestamp"), self.now),

@@ -41,17 +41,19 @@ from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.failing import CannotHandle, ChildRejected
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.nodes import NodeWatch
-from t9kjobs.controller.ownership import Held, NameConflicts
+from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
 from t9kjobs.controller.progress_reader import ProgressReader
 from t9kjobs.controller.result import AT_ONCE, DONE, Result
 from t9kjobs.kinds import Problem
+from t9kjobs.kube.informer import Store
 from t9kjobs.kube.transport import ApiError, Transport
 from t9kjobs.loading import JobError, check_job, parse_job
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import FINISHED_PHASES, Job, JobStatus, dump
+from t9kjobs.models import FINISHED_PHASES, MANAGED_BY_MULTIKUEUE, Job, JobStatus, dump, manager_of
 from t9kjobs.planner import Event, KueuePolicy, Observed, Plan, plan
 from t9kjobs.planner.conditions import rfc3339
 from t9kjobs.planner.failure import cut, degraded_status, failed_status, stored_status
+from t9kjobs.planner.workloads import WORKLOAD, prebuilt_name
 from t9kjobs.vocabulary import JobKey, Obj
 
 __all__ = ["Reconciler"]
@@ -73,6 +75,17 @@ def _log_created(the_plan: Plan, found: Held, jlog: JobLog) -> None:
     pods = [o for o in the_plan.create if o["kind"] == "Pod"]
     if the_plan.create and not (found and pods):  # no pod wave while a name is held
         jlog.info("created %d object(s)", len(the_plan.create) - len(found))
+
+
+def _elsewhere(raw: Obj, jlog: JobLog, message: str) -> bool:
+    """Whether the job's status is another controller's (`spec.managedBy`: MultiKueue's, whose
+    Workload alone the operator makes, `t9kjobs.planner.elsewhere`): what would have been
+    written there is logged instead."""
+    manager = manager_of(raw.get("spec") or {})
+    if manager is None:
+        return False
+    jlog.warning("managed by %s, its status is not written: %s", manager, message)
+    return True
 
 
 class JobLog(logging.LoggerAdapter[logging.Logger]):
@@ -139,6 +152,11 @@ class Reconciler:
             self.forget(key)
             return DONE  # deleted: the garbage collector removes the children
         jlog = JobLog(log, {"kind": key.kind, "job": f"{key.namespace}/{key.name}"})
+        manager = manager_of(raw.get("spec") or {})
+        if manager is not None and manager != MANAGED_BY_MULTIKUEUE:
+            # Another controller's job (`t9kjobs.planner.elsewhere`): not even read further.
+            self.forget(key)
+            return DONE
         try:
             job = parse_job(raw, self.plugins)
             found = check_job(job, self.plugins)
@@ -258,6 +276,7 @@ class Reconciler:
         reading = self.progress.reading(key) if self.progress is not None else None
         stacks = self.progress.stacks(key) if self.progress is not None else None
         pods = [c for c in children if c.get("kind") == "Pod"]
+        prebuilt, held = self._prebuilt(job, held)
         observed = Observed.of(
             children,
             self.cache.absent_kinds,
@@ -268,6 +287,7 @@ class Reconciler:
             lost_node_seconds=self.lost_node_seconds,
             stacks=stacks,
             kueue_policy=self.kueue_policy,
+            prebuilt=prebuilt,
         )
         try:
             return plan(
@@ -280,6 +300,23 @@ class Reconciler:
             )
         except Exception as exc:  # the planner or a plugin hook failed: pure code, no retry
             raise CannotHandle(str(exc)) from exc
+
+    def _prebuilt(self, job: Job, held: Held) -> tuple[Obj | None, Held]:
+        """The prebuilt Workload the job names, as found: in its store, else on the API server
+        (one not made for a job of ours carries no owner label, so it is not watched until
+        the job adopts it: `t9kjobs.planner.prebuilt`); and `held` with its name when another
+        object controls it."""
+        name = prebuilt_name(job)
+        if name is None or WORKLOAD not in self.cache.child_stores:
+            return None, held
+        found = self.cache.child_stores[WORKLOAD].get(job.namespace, name)
+        if found is None:
+            resource = self.cache.child_resource(WORKLOAD)
+            found = self.conflicts.lookup(job.namespace, resource, name)
+        controller = Store.owner_uid(found) if found is not None else None
+        if found is not None and controller not in (None, job.metadata.uid):
+            return found, {**held, (WORKLOAD, name): controller_of(found)}
+        return found, held
 
     def _settle_status(
         self, cache: Cache, key: JobKey, raw: Obj, the_plan: Plan, jlog: JobLog
@@ -316,6 +353,8 @@ class Reconciler:
         """A job the plugins reject. Before it runs: Failed. Once it runs: its pods are kept,
         a Degraded condition and an event say why, and it resumes when the spec is fixed."""
         message = "; ".join(str(p) for p in problems) or "the job is not valid"
+        if _elsewhere(raw, jlog, message):
+            return
         if not self.cache.children(raw["metadata"].get("uid", "")):
             self._fail(key, raw, "InvalidSpec", message, jlog)
             return
@@ -337,6 +376,8 @@ class Reconciler:
         """End the job Failed for `reason`, once: False when it had finished already."""
         # The stored job: this reconcile may have written the status already.
         raw = self.cache.job(key) or raw
+        if _elsewhere(raw, jlog, f"{reason}: {message}"):
+            return False
         now = rfc3339(self.clock())
         status = failed_status(
             stored_status(raw, self._status_model(key.kind)), reason, message, now
@@ -358,8 +399,8 @@ class Reconciler:
     def _retrying(self, key: JobKey, exc: Exception) -> None:
         """Show a transient failure in a Degraded condition while it lasts (best effort)."""
         raw = self.cache.job(key)
-        if raw is None:
-            return
+        if raw is None or manager_of(raw.get("spec") or {}) is not None:
+            return  # another controller's status (`_elsewhere`)
         now = rfc3339(self.clock())
         message = f"retrying after an API error: {exc}"
         status = degraded_status(

@@ -14,7 +14,7 @@ from t9kjobs.crds._common import CrdError
 from t9kjobs.crds._convert import openapi_schema
 from t9kjobs.kinds import KindInfo
 from t9kjobs.manager import PluginManager
-from t9kjobs.models import API_GROUP, API_VERSION, NAME_RULE
+from t9kjobs.models import API_GROUP, API_VERSION, MANAGED_BY_RULE, NAME_RULE
 from t9kjobs.vocabulary import Obj
 
 _VERSION = API_VERSION.split("/", 1)[1]
@@ -158,8 +158,12 @@ def crd_for(info: KindInfo) -> Obj:
                                 "status": status,
                             },
                             "required": ["spec"],
-                            # CEL reads metadata.name at the root only.
-                            "x-kubernetes-validations": [dict(NAME_RULE)],
+                            # CEL reads metadata.name at the root only, and both specs
+                            # there (managedBy's immutability, set or not).
+                            "x-kubernetes-validations": [
+                                dict(NAME_RULE),
+                                dict(MANAGED_BY_RULE),
+                            ],
                         }
                     },
                     "subresources": subresources,

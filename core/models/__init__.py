@@ -39,12 +39,16 @@ from t9kjobs.models.elastic import ELASTIC_ON, ElasticConfig, not_elastic_rule
 from t9kjobs.models.job import (
     API_GROUP,
     API_VERSION,
+    MANAGED_BY_MULTIKUEUE,
+    MANAGED_BY_RULE,
+    MANAGED_BY_T9KJOBS,
     NAME_RULE,
     OBJECT_META_FIELDS,
     Job,
     JobSpec,
     Lifecycle,
     ObjectMeta,
+    manager_of,
 )
 from t9kjobs.models.pod import ContainerShape, PodSpecShape, PodTemplate, PodTemplateShape
 from t9kjobs.models.pod_roles import HeadlessPodTemplate, SshPodTemplate
@@ -88,6 +92,9 @@ __all__ = [
     "ELASTIC_ON",
     "FINISHED_PHASES",
     "INT32_MAX",
+    "MANAGED_BY_MULTIKUEUE",
+    "MANAGED_BY_RULE",
+    "MANAGED_BY_T9KJOBS",
     "MAX_ARGS",
     "MAX_NAME_LENGTH",
     "MAX_PODS",
@@ -150,6 +157,7 @@ __all__ = [
     "checkpoint_of",
     "drop_nulls",
     "dump",
+    "manager_of",
     "not_elastic_rule",
     "recovery_of",
 ]

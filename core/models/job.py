@@ -8,6 +8,7 @@ method instead of teaching the engine about each kind.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -26,18 +27,48 @@ from t9kjobs.models.status import JobStatus
 __all__ = [
     "API_GROUP",
     "API_VERSION",
+    "MANAGED_BY_MULTIKUEUE",
+    "MANAGED_BY_RULE",
+    "MANAGED_BY_T9KJOBS",
     "NAME_RULE",
     "OBJECT_META_FIELDS",
     "Job",
     "JobSpec",
     "Lifecycle",
     "ObjectMeta",
+    "manager_of",
 ]
 
 API_GROUP = "batch.tensorstack.dev"
 API_VERSION = f"{API_GROUP}/v1beta1"
 
 SpecT = TypeVar("SpecT", bound="JobSpec")
+
+# `spec.managedBy`, as Kubernetes' Job has it (k8s.io/kubernetes pkg/apis/batch/validation:
+# a domain-prefixed path, `IsDomainPrefixedPath`, of at most 63 characters, immutable): the
+# controller that manages the job. Unset or this operator's own value: this operator; any
+# other: that controller, and the operator leaves the job alone (`t9kjobs.planner.elsewhere`).
+MANAGED_BY_T9KJOBS = f"{API_GROUP}/t9k-jobs"
+# Kueue's MultiKueue (kueue.x-k8s.io/v1beta2 `MultiKueueControllerName`): the job is
+# dispatched to a worker cluster, and this operator only makes its Workload.
+MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+MAX_MANAGED_BY_LENGTH = 63
+# A DNS subdomain, a slash, and an HTTP path's characters (RFC 3986), as apimachinery's
+# `IsDomainPrefixedPath` reads it.
+_DOMAIN_PREFIXED_PATH = (
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+    r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
+)
+# Immutable, set or not, as `ValidateImmutableField` holds a Job's: a transition rule, so CEL
+# alone (the CRD's root, where both specs are read; a rule on the field itself would not run
+# when it is added or removed).
+MANAGED_BY_RULE = {
+    "rule": "has(self.spec.managedBy) == has(oldSelf.spec.managedBy)"
+    " && (!has(self.spec.managedBy) || self.spec.managedBy == oldSelf.spec.managedBy)",
+    "message": "spec.managedBy is immutable: it can be set only when the job is created",
+    "fieldPath": ".spec.managedBy",
+    "reason": "FieldValueInvalid",
+}
 
 
 @dataclass(frozen=True)
@@ -96,12 +127,35 @@ class JobSpec(ApiModel):
         " and the infrastructure budget. Absent: each replica's restartPolicy decides, every"
         " restart charged to the user's budget.",
     )
+    managed_by: str | None = Field(
+        default=None,
+        max_length=MAX_MANAGED_BY_LENGTH,
+        # The CRD's pattern; `_managed_by` says what is wrong in words.
+        json_schema_extra={"pattern": _DOMAIN_PREFIXED_PATH},
+        description="The controller that manages the job, a domain-prefixed path (at most 63"
+        f" characters, immutable). Unset or `{MANAGED_BY_T9KJOBS}`: this operator. Any other"
+        " value: that controller, and this operator creates nothing for the job and never"
+        f" writes its status; `{MANAGED_BY_MULTIKUEUE}` (Kueue's MultiKueue, on its manager"
+        " cluster): it makes the job's Workload alone, for MultiKueue to dispatch the job to a"
+        " worker cluster.",
+    )
     checkpoint: CheckpointSpec | None = Field(
         default=None,
         description="Where the program saves checkpoints: the engine gives every pod the"
         " folder, the stop grace and the newest checkpoint reported (T9KJOBS_RESUME_FROM), and"
         " a terminationGracePeriodSeconds of at least gracePeriodSeconds.",
     )
+
+    @field_validator("managed_by")
+    @classmethod
+    def _managed_by(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(_DOMAIN_PREFIXED_PATH, value):
+            raise ValueError(
+                f'{value!r} is not a domain-prefixed path such as "acme.io/foo" (a DNS'
+                " subdomain, a slash, a path), as a Kubernetes Job's managedBy is; unset, or"
+                f" {MANAGED_BY_T9KJOBS!r}, is this operator"
+            )
+        return value
 
     def lifecycle(self) -> Lifecycle:
         run_policy = getattr(self, "run_policy", None)
@@ -116,6 +170,15 @@ class JobSpec(ApiModel):
             clean_up_policy=run_policy.clean_up_policy,
             scheduler=scheduler if isinstance(scheduler, SchedulePolicy) else None,
         )
+
+
+def manager_of(spec: object) -> str | None:
+    """The controller that manages a job of this spec (a `JobSpec`, or a manifest's spec as
+    JSON) when it is not this operator; None when it is this operator's."""
+    value = spec.get("managedBy") if isinstance(spec, dict) else getattr(spec, "managed_by", None)
+    if not isinstance(value, str) or value in ("", MANAGED_BY_T9KJOBS):
+        return None
+    return value
 
 
 # The fields of Kubernetes' ObjectMeta: anything else under metadata is an unknown field.

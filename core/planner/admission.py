@@ -23,6 +23,7 @@ from t9kjobs.models import Job, JobStatus, recovery_of
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.children import deletion, subset
 from t9kjobs.planner.conditions import set_condition
+from t9kjobs.planner.prebuilt import PREBUILT_MISMATCH
 from t9kjobs.planner.queueing import QUEUE_LABEL_IGNORED
 from t9kjobs.planner.rules import kueue_rule
 from t9kjobs.planner.situation import Changes
@@ -71,6 +72,18 @@ def admission(
     def said(message: str) -> str:
         return f"{message}; {note}" if note else message
 
+    if q.waiting is not None:  # its prebuilt Workload is not there, or not usable yet
+        reason, message = q.waiting
+        return _held(
+            status,
+            observed,
+            ts,
+            reason,
+            said(message),
+            requeue=1.0 if q.adopt is not None else RETRY_SECONDS,
+            changes=Changes(update=(q.adopt,) if q.adopt is not None else ()),
+            warning=reason == PREBUILT_MISMATCH,
+        )
     if current is not None and current["metadata"].get("deletionTimestamp"):
         current = None
         going = True
@@ -259,6 +272,7 @@ def _held(
     changes = changes or Changes()
     return Changes(
         create=changes.create,
+        update=changes.update,
         delete=(*changes.delete, *(deletion(o) for o in gone)),
         patch_status=changes.patch_status,
         events=tuple(events),

@@ -43,7 +43,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from t9kjobs.kinds import Problem, ReplicaState, Verdict
-from t9kjobs.models import Job, JobStatus, Lifecycle, RecoveryPolicy, recovery_of
+from t9kjobs.models import Job, JobStatus, Lifecycle, RecoveryPolicy, manager_of, recovery_of
 from t9kjobs.objects import owner_labels
 from t9kjobs.planner.admission import (
     admission,
@@ -60,6 +60,7 @@ from t9kjobs.planner.conditions import (
     standing_reason,
 )
 from t9kjobs.planner.desired import desired_pods
+from t9kjobs.planner.elsewhere import left_alone
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue, stranded
 from t9kjobs.planner.nodes import as_lost, bound_of, lost_pods, remember_lost, with_lost_nodes
 from t9kjobs.planner.placement import held_gangs
@@ -93,13 +94,17 @@ def plan(
     warnings: Sequence[Problem] = (),
     routine_events: bool = True,
 ) -> Plan:
-    """What to do about `job`, whose children are `observed`, at `now`.
+    """What to do about `job`, whose children are `observed`, at `now`; a job another
+    controller manages (`spec.managedBy`) is left alone (`t9kjobs.planner.elsewhere`).
 
     `warnings`: the validation warnings of the job's spec, said as Warning Events whenever the
     plan creates pods (they say how the pods differ from what the user wrote, so they are said
     when pods are built from the spec: at the start, a restart, a relaunch). Routine Events
     (`Event.routine`) are left out unless `routine_events`."""
     observed = replace(observed, child_kinds=hooks.child_kinds)
+    manager = manager_of(job.spec)
+    if manager is not None:
+        return left_alone(job, observed, hooks, manager)
     before = job.status
     status = before.model_copy(deep=True)
     life = job.spec.lifecycle()

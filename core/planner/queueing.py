@@ -28,6 +28,8 @@ get from `jobframework/reconciler.go`:
   Job is `Complete` only once its pods have terminated. Evicted meanwhile, those pods are
   deleted. Paused, the job gives up its place: the Workload is deleted, and a new one queues
   it again on resume. Deleted, the garbage collector deletes the Workload with the job.
+* A job labelled `kueue.x-k8s.io/prebuilt-workload-name` (MultiKueue's copy on a worker
+  cluster) adopts that Workload instead of making one (`t9kjobs.planner.prebuilt`).
 * What Kueue cannot accept is said: a Workload whose podSets no longer match the job's pods
   (an elastic job scaled) is deleted and created again, so the job queues anew.
 
@@ -58,6 +60,7 @@ evicted, finished); `t9kjobs.planner.workloads` is the Workload object both writ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from t9kjobs.kinds import Problem
@@ -65,12 +68,15 @@ from t9kjobs.messages import path_of
 from t9kjobs.models import Job
 from t9kjobs.objects import DesiredPod
 from t9kjobs.planner.kueue_policy import KueuePolicy
+from t9kjobs.planner.prebuilt import prebuilt_place
 from t9kjobs.planner.topology import TOPOLOGY_PROBLEM, topology_problem
 from t9kjobs.planner.types import Kueue, Observed, Queued
 from t9kjobs.planner.workloads import (
     KUEUE_API_VERSION,
+    LABEL_PREBUILT_WORKLOAD,
     WORKLOAD,
     new_workload,
+    prebuilt_name,
     workload_name,
     workload_priority,
 )
@@ -96,6 +102,8 @@ QUEUE_LABEL_REMOVED = "QueueLabelRemoved"
 NOT_COUNTED = "ResourcesNotCounted"
 # A Warning: the job names another queue, or none, than the Workload it has (ignored).
 QUEUE_LABEL_IGNORED = "QueueLabelIgnored"
+# A DNS subdomain (RFC 1123), as a Workload's name is.
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def queue_of(job: Job, kueue: Kueue | None) -> str | None:
@@ -136,9 +144,12 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
             f" ({KUEUE_API_VERSION}): no pod is created until it does",
         )
     name = workload_name(job)
+    asked = queue_of(job, kueue)
+    prebuilt = prebuilt_name(job)
+    if prebuilt is not None:
+        return prebuilt_place(job, prebuilt, pods, observed, asked)  # its Workload is given
     made = observed.get(WORKLOAD, name)  # being deleted or not: the queue it was made for
     held = _queue_name(made)
-    asked = queue_of(job, kueue)
     wanted = asked if asked is not None else _default_queue(namespace, policy, kueue)
     ignored = None
     if held is not None:
@@ -190,6 +201,20 @@ def queued(job: Job, pods: Sequence[DesiredPod], observed: Observed) -> Queued |
         )
     ref, value = priority
     return Queued(queue, new_workload(job, queue, pods, ref, value), ignored=ignored)
+
+
+def _prebuilt_name_problems(job: Job) -> list[Problem]:
+    """The label `kueue.x-k8s.io/prebuilt-workload-name` names a Workload: a DNS subdomain."""
+    name = (job.metadata.labels or {}).get(LABEL_PREBUILT_WORKLOAD)
+    if name is None or _SUBDOMAIN.fullmatch(name):
+        return []
+    return [
+        Problem(
+            path_of("metadata.labels", [LABEL_PREBUILT_WORKLOAD]),
+            f"{name!r} is no Workload's name: lowercase letters, digits, '-' and '.', starting"
+            " and ending with a letter or digit (a DNS subdomain, as Kueue requires)",
+        )
+    ]
 
 
 def _refused(reason: str, message: str, queue: str = "") -> Queued:
@@ -256,10 +281,11 @@ def _not_counted(pods: Sequence[DesiredPod], policy: KueuePolicy) -> str | None:
 def queue_problems(job: Job) -> list[Problem]:
     """What `t9kjobs validate` can say of a job labelled with a queue without the operator's
     options: a pod template's claim that names a ResourceClaim, which Kueue never counts
-    (`_not_counted`). Found in every `template.spec` of the manifest's spec."""
+    (`_not_counted`), found in every `template.spec` of the manifest's spec; and a prebuilt
+    Workload's name that no Workload can have (Kueue's `ValidateLabelAsCRDName`)."""
+    out = _prebuilt_name_problems(job)
     if not (job.metadata.labels or {}).get(LABEL_QUEUE_NAME):
-        return []
-    out: list[Problem] = []
+        return out
 
     def walk(node: object, parts: list[int | str]) -> None:
         if isinstance(node, list):

@@ -76,13 +76,17 @@ class Queued:
     `refusal`: the reason the job is refused a place rather than waiting for one (it names no
     queue where one is required, its pods hold what Kueue cannot count, ...; `problem` says
     what): no pod, no Workload, a Warning Event. `ignored`: what the job asks for now that
-    its Workload's queue overrides (its queue label removed or changed once queued)."""
+    its Workload's queue overrides (its queue label removed or changed once queued).
+    `waiting`: why a job cannot use its prebuilt Workload yet, as (reason, message)
+    (`t9kjobs.planner.prebuilt`), and `adopt` the update that makes it the job's."""
 
     queue: str
-    workload: Obj | None  # None: `problem` says why
+    workload: Obj | None  # None: `problem` or `waiting` says why
     problem: str | None = None
     refusal: str | None = None
     ignored: str | None = None
+    waiting: tuple[str, str] | None = None
+    adopt: Obj | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,10 @@ class Observed:
 
     `stacks`: the ranks' stacks the controller read since a plan asked for them
     (`Plan.capture_stacks`); None while it has none.
+
+    `prebuilt`: the Workload the job's label `kueue.x-k8s.io/prebuilt-workload-name` names,
+    as the controller found it, the job's or not yet (`t9kjobs.planner.prebuilt`); None when
+    none of that name exists, or the job names none.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
@@ -186,6 +194,7 @@ class Observed:
     lost_node_seconds: float = 60.0
     stacks: Stacks | None = None
     kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
+    prebuilt: Obj | None = None
     # How the plan treats the plugins' child kinds (replaced or updated; deleted while the job
     # has no pods, or kept): what `plan` is given as `hooks.child_kinds`, set by it.
     child_kinds: Mapping[str, ChildKind] = field(default_factory=dict)
@@ -203,6 +212,7 @@ class Observed:
         lost_node_seconds: float = 60.0,
         stacks: Stacks | None = None,
         kueue_policy: KueuePolicy | None = None,
+        prebuilt: Obj | None = None,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -214,6 +224,7 @@ class Observed:
             lost_node_seconds,
             stacks,
             kueue_policy or KueuePolicy(),
+            prebuilt,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:

@@ -22,12 +22,14 @@ from t9kjobs.vocabulary import Obj
 __all__ = [
     "KUEUE_API_VERSION",
     "LABEL_JOB_UID",
+    "LABEL_PREBUILT_WORKLOAD",
     "LABEL_PRIORITY_CLASS",
     "WORKLOAD",
     "condition_of",
     "condition_true",
     "new_workload",
     "pod_set_name",
+    "prebuilt_name",
     "status_patch",
     "workload_name",
     "workload_objects",
@@ -38,6 +40,10 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 WORKLOAD = "Workload"
 LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 LABEL_JOB_UID = "kueue.x-k8s.io/job-uid"
+# A label, as Kueue v0.17 reads it (`pkg/controller/constants`: PrebuiltWorkloadLabel,
+# "the label key of the job holding the name of the pre-built workload to use"): the job
+# adopts that Workload instead of making its own (`t9kjobs.planner.prebuilt`).
+LABEL_PREBUILT_WORKLOAD = "kueue.x-k8s.io/prebuilt-workload-name"
 # What a pod may ask for at pod level (PodLevelResources): what Kueue reads there too
 # (k8s.io/component-helpers/resource.IsSupportedPodLevelResource).
 _POD_LEVEL = ("cpu", "memory")
@@ -63,9 +69,15 @@ def workload_objects(objects: Sequence[Obj]) -> list[Obj]:
     ]
 
 
+def prebuilt_name(job: Job) -> str | None:
+    """The prebuilt Workload the job names (`LABEL_PREBUILT_WORKLOAD`), if any."""
+    return (job.metadata.labels or {}).get(LABEL_PREBUILT_WORKLOAD) or None
+
+
 def workload_name(job: Job) -> str:
-    """`<kind>-<job>`, lower case (a job's name is short enough for it: `t9kjobs.loading`)."""
-    return f"{job.kind.lower()}-{job.name}"
+    """The prebuilt Workload the job names, else `<kind>-<job>`, lower case (a job's name is
+    short enough for it: `t9kjobs.loading`)."""
+    return prebuilt_name(job) or f"{job.kind.lower()}-{job.name}"
 
 
 def new_workload(

@@ -680,3 +680,145 @@ def test_the_charts_admission_policy_locks_the_queue_label_until_the_job_finishe
             op.stop()
         for o in objects:
             cluster.kubectl("delete", o["kind"], o["metadata"]["name"], check=False)
+
+
+# -- spec.managedBy and prebuilt Workloads (docs/scheduling.md, "Multi-cluster") --------------
+
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def _managed(name: str, by: str, queue: str | None) -> Any:
+    job = _job(name, queue)
+    job["spec"]["managedBy"] = by
+    return job
+
+
+def _refused_patch(kube: Kube, job: Any, patch: Any) -> ApiError:
+    try:
+        kube.patch(job, patch)
+    except ApiError as exc:
+        return exc
+    raise AssertionError(f"{job['metadata']['name']}: {patch} was admitted")
+
+
+def test_managed_by_is_validated_and_immutable_at_admission(kube: Kube) -> None:
+    """As a Kubernetes Job's: a domain-prefixed path, and neither set, changed nor removed
+    once the job exists (the CRD's transition rule)."""
+    with pytest.raises(ApiError) as bad:
+        kube.create(_managed("bad", "multikueue", None))
+    assert bad.value.status == 422 and "spec.managedBy" in str(bad.value.body), bad.value
+    plain, managed = _job("plain", None), _managed("managed", "example.com/other", None)
+    kube.create(plain)
+    kube.create(managed)
+    for job, patch in (
+        (plain, {"spec": {"managedBy": MULTIKUEUE}}),
+        (managed, {"spec": {"managedBy": MULTIKUEUE}}),
+        (managed, {"spec": {"managedBy": None}}),
+    ):
+        error = _refused_patch(kube, job, patch)
+        assert error.status == 422, error
+        assert "spec.managedBy is immutable" in str(error.body), error.body
+    assert kube.get(managed)["spec"]["managedBy"] == "example.com/other"
+
+
+@pytest.mark.usefixtures("namespaced_operator")
+def test_a_job_another_controller_manages_gets_nothing_but_multikueues_workload(
+    kube: Kube, queue: str
+) -> None:
+    """managedBy another controller: no Workload, no pod, no status. MultiKueue's: the
+    Workload alone (what MultiKueue dispatches to a worker cluster); admitted here (this
+    ClusterQueue has no MultiKueue check), it still gets no pod and no status."""
+    other = _managed("other", "example.com/other", queue)
+    dispatched = _managed("dispatched", MULTIKUEUE, queue)
+    kube.create(other)
+    kube.create(dispatched)
+    workload = until(
+        lambda: (
+            (w := _workloads(kube).get("genericjob-dispatched"))
+            and (_condition(w, "Admitted") or {}).get("status") == "True"
+            and w
+        ),
+        "the MultiKueue job's Workload admitted",
+    )
+    assert workload["metadata"]["ownerReferences"][0]["name"] == "dispatched"
+    assert workload["spec"]["podSets"][0]["count"] == 2
+
+    def untouched() -> bool:
+        return (
+            not kube.pods()
+            and "genericjob-other" not in _workloads(kube)
+            and kube.status(other) == {}
+            and kube.status(dispatched) == {}
+            and not kube.events(other)
+            and not kube.events(dispatched)
+        )
+
+    waiting.throughout(untouched, 4, interval=0.5, what="nothing made for either job")
+    services = kube.http.request("GET", f"/api/v1/namespaces/{kube.ns}/services")["items"]
+    assert services == []
+
+
+def _prebuilt(kube: Kube, name: str, queue: str, count: int) -> None:
+    """A Workload as MultiKueue copies it to a worker cluster: no owner, 8 GPUs a pod."""
+    container = {"name": "c", "image": "x", "resources": {"requests": {GPU: "8"}}}
+    _create(
+        kube,
+        f"{KUEUE}/namespaces/{kube.ns}/workloads",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": kube.ns},
+            "spec": {
+                "queueName": queue,
+                "podSets": [
+                    {
+                        "name": "worker",
+                        "count": count,
+                        "template": {"spec": {"containers": [container]}},
+                    }
+                ],
+            },
+        },
+    )
+
+
+@pytest.mark.usefixtures("namespaced_operator")
+def test_a_job_adopts_its_prebuilt_workload_and_says_when_it_does_not_match(
+    kube: Kube, queue: str
+) -> None:
+    """Labelled kueue.x-k8s.io/prebuilt-workload-name: it waits for that Workload, adopts it
+    when its podSets match (its controller ownerReference), runs once Kueue admits it, on the
+    flavor, and finishes it; a Workload of another count is said, and left alone."""
+    wrong = _job("wrong", queue, **{PREBUILT_LABEL: "made-wrong"})
+    _prebuilt(kube, "made-wrong", queue, count=3)
+    kube.create(wrong)
+    status = _reason(kube, wrong, "PrebuiltWorkloadMismatch")
+    admitted = next(c for c in status["conditions"] if c["type"] == "Admitted")
+    assert "podSet worker counts 3 pod(s), the job has 2" in admitted["message"], admitted
+    event = _warned(kube, wrong, "PrebuiltWorkloadMismatch")
+    assert "made-wrong" in event["message"]
+    assert not _workloads(kube)["made-wrong"]["metadata"].get("ownerReferences")
+
+    job = _job("adopter", queue, **{PREBUILT_LABEL: "made-for-it"})
+    kube.create(job)
+    _reason(kube, job, "PrebuiltWorkloadMissing")
+    _prebuilt(kube, "made-for-it", queue, count=2)
+    pods = _running(kube, "adopter")
+    for pod in pods.values():
+        assert pod["spec"]["nodeSelector"]["type"] == "kwok"
+        assert TOLERATION in pod["spec"]["tolerations"]
+    kube.wait_phase(job, "Succeeded", timeout=120)
+    workloads = _workloads(kube)
+    assert sorted(workloads) == ["made-for-it", "made-wrong"]  # none made of its own
+    adopted = until(
+        lambda: (
+            (w := _workloads(kube)["made-for-it"])
+            and (_condition(w, "Finished") or {}).get("status") == "True"
+            and w
+        ),
+        "the adopted Workload Finished",
+    )
+    (owner,) = adopted["metadata"]["ownerReferences"]
+    assert owner["controller"] is True and owner["uid"] == kube.get(job)["metadata"]["uid"]
+    assert adopted["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == owner["uid"]

@@ -11,9 +11,10 @@ under the I/O guard.
 This module is the list, in the order the kit runs them; the checks live by what they check:
 `declared` (the plugin and its kinds), `admitted` (at the API server), `validity` (the
 examples themselves), `building` (pods and children), `verdicts` (`compute_status`),
-`behaviour` (mistakes met in real runs), `runnable` (what a real run needs), `meaning` (ranks,
-world size and addresses, as the kind declares them), `gangs` and `features` (feature plugins,
-and the kinds of every plugin's children), all in `t9kjobs.testing.kit`.
+`behaviour` (mistakes met in real runs), `managed` (`spec.managedBy`), `runnable` (what a
+real run needs), `meaning` (ranks, world size and addresses, as the kind declares them),
+`gangs` and `features` (feature plugins, and the kinds of every plugin's children), all in
+`t9kjobs.testing.kit`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from t9kjobs.testing.kit.features import (
     declares_options_and_child_kinds,
 )
 from t9kjobs.testing.kit.gangs import jobs_are_gangs
+from t9kjobs.testing.kit.managed import jobs_managed_elsewhere_are_left_alone
 from t9kjobs.testing.kit.meaning import addresses_name_the_job, ranks_cover_the_world
 from t9kjobs.testing.kit.noio import HookIOError
 from t9kjobs.testing.kit.queues import jobs_wait_in_queues
@@ -146,6 +148,7 @@ EXAMPLE_CONTRACTS: list[Contract[Example]] = [
     Contract("pods_follow_restart_policy", pods_follow_restart_policy),
     Contract("jobs_are_gangs", jobs_are_gangs),
     Contract("jobs_wait_in_queues", jobs_wait_in_queues),
+    Contract("jobs_managed_elsewhere_are_left_alone", jobs_managed_elsewhere_are_left_alone),
     Contract("host_names_resolve", host_names_resolve),
     Contract("scripts_parse", scripts_parse),
     Contract("arguments_survive_the_shell", arguments_survive_the_shell),

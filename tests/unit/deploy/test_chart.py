@@ -352,15 +352,15 @@ def _kueue_rights(objects: list[Obj]) -> dict[tuple[str, str], set[str]]:
 
 def test_kueue_rights_only_when_kueue_is_enabled(render: Callable[..., list[Obj]]) -> None:
     """Off by default: `--kueue=off`, and no right on anything of Kueue's. Enabled: `--kueue=auto`
-    and exactly what `t9kjobs.planner.queueing` does (Workloads created, replaced and their
-    status patched; flavors and priority classes read)."""
+    and exactly what `t9kjobs.planner.queueing` does (Workloads created, replaced, a prebuilt
+    one adopted, and their status patched; flavors and priority classes read)."""
     objects = render({})
     assert operator_args(objects).kueue == "off"
     assert _kueue_rights(objects) == {}
     objects = render({"kueue": {"enabled": True}})
     assert operator_args(objects).kueue == "auto"
     assert _kueue_rights(objects) == {
-        ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "delete"},
+        ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "update", "delete"},
         ("kueue.x-k8s.io", "workloads/status"): {"patch"},
         ("kueue.x-k8s.io", "localqueues"): {"list", "watch"},
         ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},

@@ -365,3 +365,11 @@ def test_describe_text_shows_the_newest_recoveries() -> None:
         "     10s  worker-0    RestartReplica Error     restartPolicy User       -     -",
     ]
     assert "Recoveries:" not in render(_facts(), NOW).splitlines()
+
+
+def test_describe_says_another_controller_manages_the_job() -> None:
+    lines = render(_facts(managedBy="example.com/other"), NOW).splitlines()
+    assert lines[3] == "Managed by: example.com/other; this operator does nothing with it"
+    text = render(_facts(managedBy="kueue.x-k8s.io/multikueue"), NOW)
+    assert "this operator only makes its Workload" in text
+    assert "Managed by" not in render(_facts(managedBy=None), NOW)

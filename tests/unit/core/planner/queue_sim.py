@@ -60,11 +60,17 @@ class QueueSim:
         self.objects: dict[tuple[str, str], Obj] = {}
         self.absent: frozenset[str] = frozenset()
         self.conflicts: dict[tuple[str, str], str] = {}
+        self.prebuilt: Obj | None = None  # the Workload its label names, not the job's yet
 
     def plan(self) -> Plan:
         job = parse_job(copy.deepcopy(self.manifest), self.manager)
         observed = Observed.of(
-            self.objects.values(), self.absent, self.conflicts, self.kueue, kueue_policy=self.policy
+            self.objects.values(),
+            self.absent,
+            self.conflicts,
+            self.kueue,
+            kueue_policy=self.policy,
+            prebuilt=self.prebuilt,
         )
         return plan(job, observed, NOW, self.manager.hooks_for(job.kind))
 

@@ -150,6 +150,7 @@ ALL_CONTRACTS = {
             "pods_follow_restart_policy",
             "jobs_are_gangs",
             "jobs_wait_in_queues",
+            "jobs_managed_elsewhere_are_left_alone",
             "host_names_resolve",
             "scripts_parse",
             "arguments_survive_the_shell",

@@ -22,6 +22,7 @@ __all__ = [
     "MANGLES_USER_COMMAND",
     "MAY_LOSE_WORKERS",
     "MOUNTS_UNDECLARED_SECRET",
+    "OURS_ALONE",
     "OUT_OF_THE_GANG",
     "RANKS_FROM_ONE",
     "RESTARTING_COUNTS_AS_DONE",
@@ -357,4 +358,15 @@ def t9kjobs_compute_status(replicas):
         if r.index == 0 and r.succeeded:
             return Verdict("Succeeded", "WorkerSucceeded", f"{r.name} succeeded")
     return judge(replicas)
+"""
+
+# A kind that knows no controller but its own: another controller's job (MultiKueue's, on
+# its manager cluster) is refused, so it cannot be dispatched; a model that dropped the field
+# instead would have the operator run it beside the worker's copy.
+OURS_ALONE = """
+from typing import Literal
+
+
+class ConfJobSpec(ConfJobSpec):
+    managed_by: Literal["batch.tensorstack.dev/t9k-jobs"] | None = None
 """

@@ -93,6 +93,15 @@ BROKEN: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        broken.OURS_ALONE,
+        "test_jobs_managed_elsewhere_are_left_alone[job.yaml]",
+        [
+            "job.yaml: with spec.managedBy: conformance.t9kjobs.dev/another-controller, the kind"
+            " refuses the job",
+            "keep JobSpec's managed_by field in the spec model",
+        ],
+    ),
+    (
         broken.STATUS_NEVER_FILLED,
         "test_status_model_is_filled[ConfJob]",
         [
@@ -162,6 +171,7 @@ ALSO_PAIRS = {broken.RESTARTING_COUNTS_AS_DONE, broken.LOST_REPLICA_IGNORED}
         "run-mode",
         "restart-policy",
         "gang",
+        "ours-alone",
         "status",
         "unresolvable-host",
         "hosts-without-subdomain",
