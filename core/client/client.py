@@ -24,7 +24,7 @@ from typing import Any
 from kubernetes import client as k8s_client
 
 from t9kjobs.client.describe import describe
-from t9kjobs.client.dispatch import job_events, run_mode_reader, worker_reader
+from t9kjobs.client.dispatch import job_events, worker_reader
 from t9kjobs.client.errors import (
     ClientError,
     JobEnded,
@@ -386,7 +386,7 @@ class Client:
     def _run_mode(self, ref: JobRef, paused: bool) -> Job:
         path = job_resource(ref.info).path(ref.namespace, ref.name)
         patch = {"spec": {"runMode": {"pause": {"enabled": paused}}}}
-        answer = run_mode_reader(self.reader, ref, self._kubeconfig).call(
+        answer = self.reader.call(
             "PATCH", path, ref.where, body=patch, content_type="application/merge-patch+json"
         )
         return self._typed(answer)

@@ -38,7 +38,6 @@ __all__ = [
     "dispatched_to",
     "job_events",
     "kueue_namespace",
-    "run_mode_reader",
     "worker_reader",
 ]
 
@@ -172,17 +171,3 @@ def job_events(reader: ClusterReader, ref: JobRef, kubeconfig: str | None = None
     copy = there.job(ref)
     found += there.job_events(copy, there.pods(ref, uid_of(copy)))
     return sorted(found, key=event_time)
-
-
-def run_mode_reader(
-    reader: ClusterReader, ref: JobRef, kubeconfig: str | None = None
-) -> ClusterReader:
-    """Where pausing or resuming the job acts: where it runs. A job MultiKueue dispatched is
-    paused on its worker (MultiKueue copies a job's spec once, at dispatch, so a change on the
-    manager would never reach the pods; the worker's Paused comes back as the manager's
-    status); a job still waiting for dispatch is paused on the manager, and its copy starts
-    paused."""
-    try:
-        return worker_reader(reader, ref, kubeconfig)
-    except NotDispatchedYet:
-        return reader

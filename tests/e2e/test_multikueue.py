@@ -16,6 +16,7 @@ the worker's status back.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,12 +37,17 @@ GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="module")
-def worker(cluster: Cluster) -> Iterator[Cluster]:
+def worker(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """The worker cluster, MultiKueue connecting the tier's cluster (the manager) to it;
-    reused when running, else started here and stopped after the module."""
+    reused when running, else started here and stopped after the module. The script installs
+    our CRDs on both with this interpreter's `t9kjobs` (MultiKueue watches our kinds there)."""
     directory = cluster.dir / "worker"
+    cli = tmp_path_factory.mktemp("cli") / "t9kjobs"
+    cli.write_text(f'#!/bin/sh\nexec {sys.executable} -m t9kjobs.cli.main "$@"\n')
+    cli.chmod(0o755)
     env = {
         **os.environ,
+        "T9KJOBS_CLI": str(cli),
         "T9KJOBS_CLUSTER_DIR": str(cluster.dir),
         "T9KJOBS_WORKER_DIR": str(directory),
         "T9KJOBS_WORKER_NAME": WORKER,
@@ -140,17 +146,23 @@ def gpu_job(name: str, pods: int = 1, gpus: int = 1, **pod: Any) -> Obj:
 
 def test_dispatched_job_runs_on_the_worker_and_succeeds_on_the_manager(pair: Pair) -> None:
     doc = pair.submit(gpu_job("ok", pods=2, exit_code=0, seconds=3))
-    copy = until(lambda: pair.on_worker(doc), "the job's copy on the worker", 180)
-    assert copy["metadata"]["labels"][PREBUILT] == f"genericjob-{doc['metadata']['name']}"
-    assert "managedBy" not in copy["spec"], copy["spec"]
-    pair.worker.wait_phase(doc, "Succeeded", 180)
-    status = pair.manager.wait_phase(doc, "Succeeded", 120)
+    with pair.worker.record_pods() as pods:
+        copy = until(lambda: pair.on_worker(doc), "the job's copy on the worker", 180)
+        assert copy["metadata"]["labels"][PREBUILT] == f"genericjob-{doc['metadata']['name']}"
+        assert "managedBy" not in copy["spec"], copy["spec"]
+        until(lambda: phase(pair.worker.get(doc)) == "Running" or None, "Running there", 180)
+        print(pair.kubectl_get())
+        there = pair.worker.wait_phase(doc, "Succeeded", 180)
+        here = pair.manager.wait_phase(doc, "Succeeded", 120)
     print(pair.kubectl_get())
+    assert len({p["metadata"]["uid"] for p in pods.created()}) == 2
     assert pair.manager.pods() == {}, "the manager runs no pod of a dispatched job"
-    assert condition(status, "Completed")["status"] == "True"
-    assert status == pair.worker.status(doc), "the manager's status is the worker's, unchanged"
+    assert condition(here, "Completed") == condition(there, "Completed")
+    assert here["tasks"] == there["tasks"], "the manager's status is the worker's, copied"
     workload = pair.workload(pair.manager, doc)
     assert workload is not None and workload["status"].get("clusterName") == WORKER
+    # Its Workload finished, MultiKueue deletes the worker's copy (and so its pods).
+    until(lambda: pair.on_worker(doc) is None or None, "the worker's copy deleted", 120)
 
 
 def test_a_failure_on_the_worker_is_the_managers_with_its_reason(pair: Pair) -> None:
@@ -187,33 +199,42 @@ def test_a_worker_without_capacity_leaves_the_job_queued_on_the_manager(pair: Pa
     ), remote
     assert pair.on_worker(doc) is None, "no copy of the job on a worker that has no room"
     assert pair.worker.pods() == {} and pair.manager.pods() == {}
-    assert phase(pair.manager.get(doc)) == "Queued", pair.manager.get(doc).get("status")
+    local = pair.workload(pair.manager, doc)
+    assert local is not None
+    checks = {c["name"]: c["state"] for c in local["status"].get("admissionChecks") or []}
+    assert checks == {"multikueue": "Pending"}, local["status"]
+    assert phase(pair.manager.get(doc)) not in ("Running", "Succeeded", "Failed")
 
 
 def test_the_workers_operator_restarted_mid_run(pair: Pair, worker_operators: Operators) -> None:
     doc = pair.submit(gpu_job("restart", exit_code=0, seconds=20))
-    pods = until(lambda: pair.worker.pods() or None, "the job's pod on the worker", 180)
-    pair.worker.wait_phase(doc, "Running", 120)
-    worker_operators.kill()
-    worker_operators.start()
-    pair.manager.wait_phase(doc, "Succeeded", 180)
-    after = pair.worker.pods()
-    assert {p["metadata"]["uid"] for p in after.values()} == {
-        p["metadata"]["uid"] for p in pods.values()
-    }, "the restarted operator kept the running pod"
+    with pair.worker.record_pods() as pods:
+        until(lambda: pair.worker.pods() or None, "the job's pod on the worker", 180)
+        pair.worker.wait_phase(doc, "Running", 120)
+        worker_operators.kill()
+        worker_operators.start()
+        pair.manager.wait_phase(doc, "Succeeded", 180)
+    created = {p["metadata"]["uid"] for p in pods.created()}
+    assert len(created) == 1, "the restarted operator kept the running pod"
 
 
-def test_pausing_a_dispatched_job_from_the_manager(pair: Pair) -> None:
-    """`Client.pause` on the manager pauses the job where it runs, on the worker, and the
-    manager shows Paused; `resume` brings it back (docs/scheduling.md)."""
+def test_pausing_on_the_manager_takes_the_job_back_from_the_worker(pair: Pair) -> None:
+    """Paused on the manager, a dispatched job gives its place up: its Workload is deleted
+    there, and MultiKueue deletes the worker's copy and its pods; resumed, it queues and is
+    dispatched again (docs/scheduling.md, "Multi-cluster")."""
     doc = pair.submit(gpu_job("paused"))
+    first = until(lambda: pair.on_worker(doc), "the job's copy on the worker", 180)
     until(lambda: pair.worker.pods() or None, "the job's pod on the worker", 180)
-    pair.manager.wait_phase(doc, "Running", 120)
     client = Client(kubeconfig=pair.manager.cluster.kubeconfig, namespace=pair.manager.ns)
     client.pause("GenericJob", doc["metadata"]["name"])
-    assert pair.worker.get(doc)["spec"]["runMode"]["pause"]["enabled"] is True
-    pair.manager.wait_phase(doc, "Paused", 120)
-    until(lambda: pair.worker.pods() == {} or None, "the paused job's pods gone", 120)
+    until(
+        lambda: (pair.on_worker(doc) is None and not pair.worker.pods()) or None,
+        "the worker's copy and pods gone",
+        180,
+    )
+    assert pair.workload(pair.manager, doc) is None
     client.resume("GenericJob", doc["metadata"]["name"])
+    again = until(lambda: pair.on_worker(doc), "a new copy on the worker", 180)
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    pair.worker.wait_phase(doc, "Running", 120)
     pair.manager.wait_phase(doc, "Running", 120)
-    assert len(pair.worker.pods()) == 1
