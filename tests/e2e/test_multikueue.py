@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from t9kjobs.client import Client
 from t9kjobs.kube.transport import ApiError
@@ -97,6 +99,18 @@ class Pair:
             assert exc.status == 404, exc
             return None
 
+    def kubeconfig_with_worker(self) -> str:
+        """The manager's kubeconfig with a context `worker` for the worker cluster, as a user
+        given access to both would have."""
+        merged = yaml.safe_load(Path(self.manager.cluster.kubeconfig).read_text())
+        theirs = yaml.safe_load(Path(self.worker.cluster.kubeconfig).read_text())
+        merged["clusters"].append({"name": WORKER, "cluster": theirs["clusters"][0]["cluster"]})
+        merged["users"].append({"name": WORKER, "user": theirs["users"][0]["user"]})
+        merged["contexts"].append({"name": WORKER, "context": {"cluster": WORKER, "user": WORKER}})
+        path = Path(self.worker.cluster.dir) / f"user-{self.manager.ns}.kubeconfig"
+        path.write_text(yaml.safe_dump(merged))
+        return str(path)
+
     def workload(self, kube: Kube, doc: Obj) -> Obj | None:
         name = f"{doc['kind'].lower()}-{doc['metadata']['name']}"
         try:
@@ -106,11 +120,11 @@ class Pair:
             return None
 
     def kubectl_get(self) -> str:
-        """`kubectl get t9k` on both clusters, for the log of a failed test and the report."""
+        """`kubectl get genericjobs,pods` on both clusters, for the log of a failed test and the report."""
         out = []
         for name, kube in (("manager", self.manager), ("worker", self.worker)):
-            got = kube.cluster.kubectl("get", "t9k", "-n", kube.ns, check=False)
-            out.append(f"--- {name}: kubectl get t9k\n{got.stdout}{got.stderr}")
+            got = kube.cluster.kubectl("get", "genericjobs,pods", "-n", kube.ns, check=False)
+            out.append(f"--- {name}: kubectl get genericjobs,pods\n{got.stdout}{got.stderr}")
         return "\n".join(out)
 
 
@@ -152,6 +166,16 @@ def test_dispatched_job_runs_on_the_worker_and_succeeds_on_the_manager(pair: Pai
         assert "managedBy" not in copy["spec"], copy["spec"]
         until(lambda: phase(pair.worker.get(doc)) == "Running" or None, "Running there", 180)
         print(pair.kubectl_get())
+        # The client on the manager reads the pods' Events where they are, on the worker,
+        # through the user's kubeconfig context named after it.
+        client = Client(kubeconfig=pair.kubeconfig_with_worker(), namespace=pair.manager.ns)
+        name = doc["metadata"]["name"]
+        seen = until(
+            lambda: [e for e in client.events("GenericJob", name) if e.about.startswith("Pod/")],
+            "the worker's pod Events, read from the manager",
+            60,
+        )
+        assert any(e.reason == "Scheduled" for e in seen), seen
         there = pair.worker.wait_phase(doc, "Succeeded", 180)
         here = pair.manager.wait_phase(doc, "Succeeded", 120)
     print(pair.kubectl_get())
