@@ -151,9 +151,8 @@ class JobSpec(ApiModel):
     def _managed_by(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(_DOMAIN_PREFIXED_PATH, value):
             raise ValueError(
-                f'{value!r} is not a domain-prefixed path such as "acme.io/foo" (a DNS'
-                " subdomain, a slash, a path), as a Kubernetes Job's managedBy is; unset, or"
-                f" {MANAGED_BY_T9KJOBS!r}, is this operator"
+                f"{value!r} is not a domain-prefixed path (a DNS subdomain, a slash and a path,"
+                ' such as "acme.io/foo"), as a Kubernetes Job\'s managedBy must be'
             )
         return value
 

@@ -113,6 +113,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "exactly one of python, module and exec",
     ),
     (
+        "managed-by-not-a-domain-prefixed-path",
+        generic_job("bad", managedBy="multikueue"),
+        "spec.managedBy: 'multikueue' is not a domain-prefixed path",
+        "spec.managedBy: Invalid value",
+    ),
+    (
+        "managed-by-over-63",
+        generic_job("bad", managedBy="acme.io/" + "x" * 60),
+        "spec.managedBy: must have at most 63 characters",
+        "spec.managedBy: Too long",
+    ),
+    (
         "priority-101",
         generic_job("bad", scheduler={"t9kScheduler": {"queue": "q", "priority": 101}}),
         "spec.scheduler.t9kScheduler.priority: must be <= 100",
