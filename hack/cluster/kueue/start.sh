@@ -15,7 +15,8 @@
 #   certificate, and nothing here uses it).
 # - Topology-Aware Scheduling on (beta, the default in v0.17): a ResourceFlavor with a
 #   topologyName places a Workload's pods in a Topology's domains (docs/scheduling.md).
-# - The integrations: no built-in one (it manages no pods, Jobs or Deployments here), and our
+# - The integrations: none asked for (Kueue defaults that to batch/job; its webhooks on Jobs are
+#   not installed, and nothing here queues a Job: docs/cluster.md), and our
 #   kinds as external frameworks: T9KJOBS_KUEUE_FRAMEWORKS (Kind.version.group, commas), else
 #   the installed plugins' kinds (`t9kjobs plugins --kueue-frameworks`); the same kinds for
 #   MultiKueue's generic adapter (multiKueue.externalFrameworks), so that any such cluster can
