@@ -14,6 +14,7 @@ import sys
 
 from t9kjobs.cli.cluster import add_cluster_arguments, connect
 from t9kjobs.cli.completion import complete_job, complete_replica
+from t9kjobs.client.dispatch import worker_reader
 from t9kjobs.client.errors import ClientError
 from t9kjobs.client.job_logs import JobLogs, LogLine
 from t9kjobs.client.reader import JobRef
@@ -41,7 +42,8 @@ def _text(line: LogLine, timestamps: bool) -> str:
 
 def _cmd_logs(args: argparse.Namespace, manager: PluginManager) -> int:
     reader, namespace = connect(args, manager)
-    logs = JobLogs(reader, JobRef.parse(args.job, namespace, manager), args.container)
+    ref = JobRef.parse(args.job, namespace, manager)
+    logs = JobLogs(worker_reader(reader, ref, args.kubeconfig), ref, args.container)
     try:
         if args.all:
             if args.replica:

@@ -24,6 +24,7 @@ from typing import Any
 from kubernetes import client as k8s_client
 
 from t9kjobs.client.describe import describe
+from t9kjobs.client.dispatch import job_events, worker_reader
 from t9kjobs.client.errors import (
     ClientError,
     JobEnded,
@@ -145,6 +146,7 @@ class Client(FunctionJobs):
                 namespace = "default"
         self.namespace = namespace
         self.reader = ClusterReader(Transport(cfg, qps=0), self.plugins)
+        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig else None  # a worker's context
 
     # -- naming --------------------------------------------------------------------------------
 
@@ -338,7 +340,9 @@ class Client(FunctionJobs):
         if replica is not None and all_replicas:
             raise ClientError("give a replica or all_replicas, not both")
         ref = self.ref(job, name, namespace)
-        logs = JobLogs(self.reader, ref, container, timeout=timeout)
+        logs = JobLogs(
+            worker_reader(self.reader, ref, self._kubeconfig), ref, container, timeout=timeout
+        )
         if not follow:
             if all_replicas:
                 return iter(logs.all_once(tail, since))
@@ -370,9 +374,7 @@ class Client(FunctionJobs):
         self, job: JobLike, name: str | None = None, *, namespace: str | None = None
     ) -> builtins.list[JobEvent]:
         """The Events about the job and its pods, oldest first."""
-        ref = self.ref(job, name, namespace)
-        raw = self.reader.job(ref)
-        found = self.reader.job_events(raw, self.reader.pods(ref, uid_of(raw)))
+        found = job_events(self.reader, self.ref(job, name, namespace), self._kubeconfig)
         return [
             JobEvent(
                 time=event_time(e),

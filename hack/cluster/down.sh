@@ -33,6 +33,10 @@ stop() {
 	fi
 	rm -f "$f" "$D/pids/$name.cmd"
 }
+# A MultiKueue worker first (multikueue/up.sh), while this API server answers.
+if [[ -d "$D/worker" ]] || grep -q '^MULTIKUEUE_WORKER_DIR=' "$D/cluster.env" 2>/dev/null; then
+	T9KJOBS_CLUSTER_DIR="$D" bash "$CLUSTER_HACK_DIR/multikueue/down.sh"
+fi
 # Kueue first: its webhooks are removed while the API server still answers (kueue/stop.sh).
 # shellcheck source=kueue/stop.sh
 source "$CLUSTER_HACK_DIR/kueue/stop.sh"

@@ -24,6 +24,9 @@
 #   T9KJOBS_KUEUE=1                          Kueue (queues, quotas, preemption) beside the
 #                                            control plane, built first when missing
 #                                            (kueue/start.sh, docs/cluster.md)
+#   T9KJOBS_MULTIKUEUE=1                     this cluster a MultiKueue manager (Kueue on), and a
+#                                            worker cluster beside it in <dir>/worker
+#                                            (multikueue/up.sh, docs/cluster.md)
 #   T9KJOBS_AUDIT=1                          audit log of service accounts' requests (outside
 #                                            kube-system) in logs/audit.log (docs/cluster.md)
 set -euo pipefail
@@ -377,9 +380,14 @@ else
 fi
 sa_ready() { "${KUBECTL[@]}" -n default get serviceaccount default; }
 wait_for "service accounts (kube-controller-manager)" kube-controller-manager sa_ready
+[[ ${T9KJOBS_MULTIKUEUE:-0} == 1 ]] && T9KJOBS_KUEUE=1
 if [[ ${T9KJOBS_KUEUE:-0} == 1 ]]; then
 	# shellcheck source=kueue/start.sh
 	source "$CLUSTER_HACK_DIR/kueue/start.sh"
+fi
+
+if [[ ${T9KJOBS_MULTIKUEUE:-0} == 1 ]]; then
+	T9KJOBS_CLUSTER_DIR="$D" bash "$CLUSTER_HACK_DIR/multikueue/up.sh"
 fi
 
 ok=1

@@ -15,9 +15,12 @@
 #   certificate, and nothing here uses it).
 # - Topology-Aware Scheduling on (beta, the default in v0.17): a ResourceFlavor with a
 #   topologyName places a Workload's pods in a Topology's domains (docs/scheduling.md).
-# - The integrations: no built-in one (it manages no pods, Jobs or Deployments here), and our
+# - The integrations: none asked for (Kueue defaults that to batch/job; its webhooks on Jobs are
+#   not installed, and nothing here queues a Job: docs/cluster.md), and our
 #   kinds as external frameworks: T9KJOBS_KUEUE_FRAMEWORKS (Kind.version.group, commas), else
-#   the installed plugins' kinds (`t9kjobs plugins --kueue-frameworks`).
+#   the installed plugins' kinds (`t9kjobs plugins --kueue-frameworks`); the same kinds for
+#   MultiKueue's generic adapter (multiKueue.externalFrameworks), so that any such cluster can
+#   be a manager (multikueue/up.sh).
 # shellcheck shell=bash
 
 if [[ ! -x "$(bash "$CLUSTER_HACK_DIR/kueue/build.sh" --check 2>/dev/null)/kueue" ]]; then
@@ -76,8 +79,15 @@ manageJobsWithoutQueueName: false
 integrations:
   frameworks: []
   externalFrameworks: [$(sed 's/,/, /g' <<<"$frameworks")]
+# The same kinds dispatched by MultiKueue's generic adapter, when this cluster is a manager
+# (multikueue/up.sh connects a worker; without an AdmissionCheck of MultiKueue it does nothing).
+multiKueue:
+  externalFrameworks: [$(sed 's/\([^,]*\)/{name: \1}/g; s/,/, /g' <<<"$frameworks")]
 featureGates:
   VisibilityOnDemand: false
+  # Beta and on by default in v0.17; said here because multi-cluster dispatch of our kinds
+  # (tests/e2e/test_multikueue.py) needs it.
+  MultiKueueAdaptersForCustomJobs: true
   # Beta and on by default in v0.17; said here because tests/e2e/test_kueue_tas.py needs it.
   TopologyAwareScheduling: true
 YAML
@@ -115,4 +125,5 @@ wait_for "Kueue's webhooks, called by kube-apiserver" kueue kueue_webhooks
 	echo "KUEUE_DIR=$KUEUE_DIR"
 	echo "KUEUE_WEBHOOK_PORT=$P_KUEUE_WEBHOOK"
 	echo "KUEUE_HEALTH_PORT=$P_KUEUE_HEALTH"
+	echo "KUEUE_FRAMEWORKS=$frameworks"
 } >>"$D/cluster.env"

@@ -1,0 +1,90 @@
+"""Where the client reads a job MultiKueue dispatched (`t9kjobs.client.dispatch`): here for a
+job of ours, nowhere yet while it waits for a worker, and otherwise a message that names the
+worker when neither the user's kubeconfig nor MultiKueue's Secret reaches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from t9kjobs.client.dispatch import (
+    NotDispatchedYet,
+    NotHere,
+    dispatched_to,
+    job_events,
+    worker_reader,
+)
+from t9kjobs.client.reader import ClusterReader, JobRef, find_kind
+from t9kjobs.kube.transport import ApiError
+from t9kjobs.manager import PluginManager
+
+WORKLOAD = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads/genericjob-x"
+JOB_PATH = "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/genericjobs/x"
+
+
+class Answers:
+    """The API server's answers by path; a path it has none for is a 403."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def request(self, method: str, path: str, **_: Any) -> Any:
+        self.asked.append(path)
+        if path not in self.answers:
+            raise ApiError(403, {"reason": "Forbidden", "message": "no"})
+        return self.answers[path]
+
+
+def _job(managed_by: str | None) -> dict[str, Any]:
+    spec = {"managedBy": managed_by} if managed_by else {}
+    return {"metadata": {"name": "x", "namespace": "team", "uid": "u"}, "spec": spec}
+
+
+def _ref(manager: PluginManager) -> JobRef:
+    return JobRef(find_kind("gj", manager), "x", "team")
+
+
+def test_a_job_of_ours_is_read_here(manager: PluginManager) -> None:
+    answers = Answers({JOB_PATH: _job(None)})
+    reader = ClusterReader(answers, manager)  # type: ignore[arg-type]
+    assert dispatched_to(reader, _ref(manager), _job(None)) is None
+    assert worker_reader(reader, _ref(manager)) is reader
+    assert answers.asked == [JOB_PATH], "nothing of Kueue's is read for a job of ours"
+
+
+def test_a_job_waiting_for_a_worker_has_nothing_to_read(manager: PluginManager) -> None:
+    status = {"nominatedClusterNames": ["east", "west"]}
+    answers = Answers({JOB_PATH: _job("kueue.x-k8s.io/multikueue"), WORKLOAD: {"status": status}})
+    reader = ClusterReader(answers, manager)  # type: ignore[arg-type]
+    with pytest.raises(NotDispatchedYet, match=r"nominated: east, west.*no pod yet"):
+        worker_reader(reader, _ref(manager))
+    events = {"/api/v1/namespaces/team/events": {"items": []}}
+    answers.answers.update(events)
+    answers.answers["/api/v1/namespaces/team/pods"] = {"items": []}
+    assert job_events(reader, _ref(manager)) == [], "the manager's Events alone, no error"
+
+
+def test_an_unreachable_worker_is_named(
+    manager: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))  # no context of the user's
+    answers = Answers(
+        {
+            JOB_PATH: _job("kueue.x-k8s.io/multikueue"),
+            WORKLOAD: {"status": {"clusterName": "east"}},
+            "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/east": {
+                "spec": {"clusterSource": {"kubeConfig": {"location": "east-secret"}}}
+            },
+        }
+    )
+    reader = ClusterReader(answers, manager)  # type: ignore[arg-type]
+    with pytest.raises(NotHere) as caught:
+        worker_reader(reader, _ref(manager))
+    message = str(caught.value)
+    assert "runs on the worker cluster 'east'" in message
+    assert "cannot be read (403 Forbidden)" in message
+    assert "kubeconfig context named 'east'" in message
+    assert "/api/v1/namespaces/kueue-system/secrets/east-secret" in answers.asked
