@@ -130,6 +130,10 @@ class Cluster:
             f" default/{probe} (owned by a {kind} that does not exist) in {timeout} s"
         )
 
+    def apply(self, manifests: str) -> str:
+        """`kubectl apply` of YAML documents (the benchmark's queues, flavors, topologies)."""
+        return self.kubectl("apply", "-f", "-", stdin=manifests)
+
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
         done = subprocess.run(
             [self.kubectl_path, "--kubeconfig", self.kubeconfig, *args],

@@ -123,11 +123,8 @@ class Phase:
     def queue(self, cluster: Cluster) -> None:
         """A LocalQueue in the workload's namespace, its ClusterQueue with quota for every pod
         at once (Kueue counts pods: the workload's pods request nothing else)."""
-        cluster.kubectl(
-            "apply",
-            "-f",
-            "-",
-            stdin=f"""
+        cluster.apply(
+            f"""
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {{name: {QUEUE}}}
@@ -148,7 +145,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {{name: {QUEUE}, namespace: {NAMESPACE}}}
 spec: {{clusterQueue: {QUEUE}}}
-""",
+"""
         )
 
     def submit(self, cluster: Cluster, items: list[Obj]) -> list[Obj]:

@@ -94,11 +94,8 @@ def setup(cluster: Cluster, label: str, pods: int, tas: bool) -> str:
     namespace = f"bench-{label}"
     cluster.create_namespace(namespace)
     topology = f"\n  topologyName: {TOPOLOGY}" if tas else ""
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        stdin=f"""
+    cluster.apply(
+        f"""
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {{name: {namespace}}}
@@ -121,7 +118,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {{name: bench, namespace: {namespace}}}
 spec: {{clusterQueue: {namespace}}}
-""",
+"""
     )
     cluster.kubectl(
         "wait",
@@ -139,17 +136,14 @@ def topology(cluster: Cluster) -> None:
     for i, node in enumerate(names):
         rack = f"{RACK}=rack-{i * 2 // len(names)}"
         cluster.kubectl("label", "--overwrite", node, rack, f"{POOL}=bench")
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        stdin=f"""
+    cluster.apply(
+        f"""
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Topology
 metadata: {{name: {TOPOLOGY}}}
 spec:
   levels: [{{nodeLabel: {RACK}}}, {{nodeLabel: {HOST}}}]
-""",
+"""
     )
 
 
