@@ -24,15 +24,19 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 def execute(folder: Path, timeout: int) -> nbformat.NotebookNode:
     """The notebook run top to bottom in `folder` (the environment is the caller's), with the
-    widgets' state stored in its metadata, as a saved notebook needs to show the bars."""
+    widgets' state stored in its metadata, as a saved notebook needs to show the bars; saved
+    there as `executed.ipynb`."""
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(
-        notebook,
-        timeout=timeout,
-        kernel_name="python3",
-        store_widget_state=True,
-        resources={"metadata": {"path": str(folder)}},
-    ).execute()
+    try:
+        nbclient.NotebookClient(
+            notebook,
+            timeout=timeout,
+            kernel_name="python3",
+            store_widget_state=True,
+            resources={"metadata": {"path": str(folder)}},
+        ).execute()
+    finally:
+        nbformat.write(notebook, folder / "executed.ipynb")  # to read after a failure
     return notebook
 
 
