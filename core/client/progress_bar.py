@@ -20,6 +20,7 @@ the step and the metrics at once, until the status holds a newer report (`JobBar
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import time
@@ -166,9 +167,9 @@ class JobBar:
                 **widget,
             )
             if widget:
-                from IPython.display import display
-
-                self.shown = display(self.bar.container, display_id=True)
+                # IPython is there (a kernel drew the widget); its display is untyped.
+                ipython_display: Any = importlib.import_module("IPython.display")
+                self.shown = ipython_display.display(self.bar.container, display_id=True)
         elif total != self.bar.total:
             # A total reported (or changed) since the bar was made.
             self.bar.bar_format = _WITH_TOTAL if total else _NO_TOTAL
