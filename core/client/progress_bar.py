@@ -20,6 +20,7 @@ the step and the metrics at once, until the status holds a newer report (`JobBar
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import time
@@ -114,6 +115,7 @@ class JobBar:
         self.file = file
         self.ncols = ncols
         self.bar: Any = None
+        self.shown: Any = None  # the widget's display handle, in a notebook
         self.phase: str | None = None
         self.job: Job | None = None  # as last shown
         self.line: tuple[datetime, Report] | None = None  # the newest progress line seen
@@ -149,7 +151,10 @@ class JobBar:
             extra.append(f"about {duration_text(progress.remaining_seconds)} left")
         extra += [f"{k}={v:.4g}" for k, v in metrics.items()]
         if self.bar is None:
-            self.bar = _bar_class(self.notebook)(
+            bar_class = _bar_class(self.notebook)
+            # The widget is displayed here, with a handle to update its output once it ends.
+            widget = {"display": False} if bar_class.__module__ == "tqdm.notebook" else {}
+            self.bar = bar_class(
                 total=total,
                 initial=step,
                 desc=desc,
@@ -159,7 +164,12 @@ class JobBar:
                 ncols=self.ncols,
                 leave=True,
                 dynamic_ncols=self.ncols is None and not self.notebook,
+                **widget,
             )
+            if widget:
+                # IPython is there (a kernel drew the widget); its display is untyped.
+                ipython_display: Any = importlib.import_module("IPython.display")
+                self.shown = ipython_display.display(self.bar.container, display_id=True)
         elif total != self.bar.total:
             # A total reported (or changed) since the bar was made.
             self.bar.bar_format = _WITH_TOTAL if total else _NO_TOTAL
@@ -196,6 +206,10 @@ class JobBar:
             # tqdm's notebook bar turns red when closed short of its total; the job says better.
             style = {"Succeeded": "success", "Failed": "danger"}.get(self.phase or "", "")
             self.bar.container.children[1].bar_style = style
+            if self.shown is not None:
+                # The output's text (the widget's repr: the text bar) says the last frame, not
+                # the first: a saved notebook read without the widget shows where it ended.
+                self.shown.update(self.bar.container)
 
 
 def followed(

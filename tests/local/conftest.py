@@ -24,8 +24,10 @@ TORCHRUN_ENV = {"PET_REDIRECTS": "2", "PET_TEE": "2"}
 
 @pytest.fixture(scope="session")
 def torch_python() -> str:
-    """An interpreter with torch: Debian's, python3-torch installed when missing."""
-    subprocess.run(["bash", str(REPO / "hack/debian-packages.sh"), "python3-torch"], check=True)
+    """An interpreter with torch: Debian's, python3-torch installed when missing (without its
+    recommended packages: a desktop's GTK and Qt, nothing torch needs)."""
+    script = str(REPO / "hack/debian-packages.sh")
+    subprocess.run(["bash", script, "--no-recommends", "python3-torch"], check=True)
     return DEBIAN_PYTHON
 
 

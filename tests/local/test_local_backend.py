@@ -90,7 +90,7 @@ def test_two_jobs_meet_each_at_its_own_local_port(local: LocalClient) -> None:
 
 def test_a_failed_replica_fails_the_job_naming_it(local: LocalClient) -> None:
     job = local.create(generic("fails", "import sys; print('bye'); sys.exit(3)", replicas=1))
-    done = local.wait(job, timeout=60, interval=0.5)
+    done = local.wait(job, phase=("Succeeded", "Failed"), timeout=60, interval=0.5)
     assert done.status.phase == "Failed"
     assert "fails-worker-0 failed with exit code 3" in str(done.status.conditions[0].message)
     with pytest.raises(JobEnded, match="Failed"):

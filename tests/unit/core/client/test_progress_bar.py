@@ -119,6 +119,38 @@ def test_a_notebook_bar_is_red_only_for_a_failed_job(
     assert bar.bar.container.children[1].bar_style == style
 
 
+class _Handle:
+    """The display handle a kernel's `display(..., display_id=True)` returns: its updates kept."""
+
+    def __init__(self, shown: Any) -> None:
+        self.texts = [repr(shown)]
+
+    def update(self, shown: Any) -> None:
+        self.texts.append(repr(shown))
+
+
+def test_a_notebook_bars_output_text_ends_as_its_last_frame(
+    manager: PluginManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handles: list[_Handle] = []
+
+    def display(shown: Any, display_id: bool = False) -> _Handle | None:
+        assert display_id  # a handle, to update the output once the bar ends
+        handles.append(_Handle(shown))
+        return handles[-1]
+
+    monkeypatch.setattr("IPython.display.display", display)
+    bar = JobBar("GenericJob/mlp", notebook=True)
+    bar.show(job(manager, {"phase": "Pending"}))
+    bar.show(job(manager, RUNNING))
+    bar.show(job(manager, SUCCEEDED))
+    bar.close()
+    assert len(handles) == 1  # one output, displayed once
+    first, last = handles[0].texts
+    assert first.startswith("GenericJob/mlp Pending: step 0")
+    assert re.match(r"GenericJob/mlp Succeeded: 100%\|#+\| 300/300 \[.*loss=0.12\]$", last), last
+
+
 class _Kernel:
     """What `IPython.get_ipython()` returns in a Jupyter kernel, as far as tqdm and we look."""
 
