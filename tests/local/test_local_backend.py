@@ -185,6 +185,10 @@ def test_what_cannot_run_here_is_refused_before_anything_starts(local: LocalClie
     ]
     with pytest.raises(ClientError, match="Pod missing-worker-0: cannot start 't9k-none' here"):
         local.create(missing)
+    dispatched = generic("dispatched", "")
+    dispatched["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    with pytest.raises(LocalUnsupported, match=r"spec\.managedBy is 'kueue\.x-k8s\.io/multikueue'"):
+        local.create(dispatched)
     job = local.create(generic("paused", "import time; time.sleep(300)", replicas=1))
     with pytest.raises(LocalUnsupported, match="cannot pause"):
         local.pause(job)

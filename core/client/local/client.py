@@ -30,7 +30,7 @@ from t9kjobs.client.reader import ClusterReader, JobRef
 from t9kjobs.kinds import KindInfo
 from t9kjobs.kube.transport import Transport
 from t9kjobs.manager import PluginManager, load_plugins
-from t9kjobs.models import Job
+from t9kjobs.models import MANAGED_BY_T9KJOBS, Job
 from t9kjobs.objects import Obj
 from t9kjobs.planner.conditions import parse_time
 from t9kjobs.render import render_job
@@ -182,6 +182,7 @@ class LocalClient(Client):
         self.local_jobs: dict[_Key, LocalJob] = {}
         self.local_reader = LocalReader(self.plugins, self.local_jobs)
         self.reader = self.local_reader
+        self._kubeconfig = None  # no worker cluster to follow a job to (`Client.logs`)
 
     def create(self, source: Source, *, namespace: str | None = None) -> Job:
         """Check the job as on a cluster, then start its replicas here (LocalUnsupported for
@@ -195,6 +196,12 @@ class LocalClient(Client):
         key = (meta["namespace"], doc["kind"], meta["name"])
         if key in self.local_jobs:
             raise JobExists(f"{doc['kind']}/{meta['name']} already exists (local backend)")
+        managed_by = (doc.get("spec") or {}).get("managedBy")
+        if managed_by and managed_by != MANAGED_BY_T9KJOBS:
+            raise LocalUnsupported(
+                f"{doc['kind']}/{meta['name']}: spec.managedBy is {managed_by!r}: that controller"
+                " runs it, on a cluster; the local backend runs only jobs it manages itself"
+            )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         job = self._typed(doc)
