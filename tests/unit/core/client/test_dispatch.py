@@ -4,11 +4,14 @@ worker when neither the user's kubeconfig nor MultiKueue's Secret reaches it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from t9kjobs.cli.describe_text import _render_header as render_header
+from t9kjobs.client.describe import _Describer
 from t9kjobs.client.dispatch import (
     NotDispatchedYet,
     NotHere,
@@ -22,6 +25,21 @@ from t9kjobs.manager import PluginManager
 
 WORKLOAD = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads/genericjob-x"
 JOB_PATH = "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/genericjobs/x"
+PODS = "/api/v1/namespaces/team/pods"
+# The header's facts `describe` renders beside the worker's line.
+_HEADER: dict[str, Any] = {
+    "kind": "GenericJob",
+    "name": "x",
+    "namespace": "team",
+    "managedBy": "kueue.x-k8s.io/multikueue",
+    "created": "2026-01-01T11:00:00Z",
+    "phase": "Queued",
+    "inPhaseSeconds": None,
+    "runMode": None,
+    "startTime": None,
+    "completionTime": None,
+    "progress": None,
+}
 
 
 class Answers:
@@ -88,3 +106,33 @@ def test_an_unreachable_worker_is_named(
     assert "cannot be read (403 Forbidden)" in message
     assert "kubeconfig context named 'east'" in message
     assert "/api/v1/namespaces/kueue-system/secrets/east-secret" in answers.asked
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "workload", "cluster", "said"),
+    [
+        (None, None, None, None),
+        ("kueue.x-k8s.io/multikueue", {"status": {}}, None, "not dispatched yet: "),
+        ("kueue.x-k8s.io/multikueue", {"status": {"clusterName": "east"}}, "east", "east ("),
+        ("kueue.x-k8s.io/multikueue", None, None, "its Workload genericjob-x cannot be read"),
+    ],
+)
+def test_describe_names_the_worker_cluster_or_says_it_has_none_yet(
+    manager: PluginManager,
+    managed_by: str | None,
+    workload: dict[str, Any] | None,
+    cluster: str | None,
+    said: str | None,
+) -> None:
+    answers: dict[str, Any] = {JOB_PATH: _job(managed_by), PODS: {"items": []}}
+    if workload is not None:
+        answers[WORKLOAD] = workload
+    reader = ClusterReader(Answers(answers), manager)  # type: ignore[arg-type]
+    facts = _Describer(reader, _ref(manager), datetime.now(UTC)).dispatch()
+    if said is None:
+        assert facts is None
+        return
+    assert facts is not None and facts["workerCluster"] == cluster
+    assert said in facts["message"], facts
+    shown = render_header({**_HEADER, "dispatch": facts}, datetime.now(UTC))
+    assert any(line.startswith("Worker:     ") for line in shown), shown
