@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from t9kjobs.cli.describe_text import _render_header as render_header
+from t9kjobs.client import job_logs as job_logs_module
 from t9kjobs.client.describe import _Describer
 from t9kjobs.client.dispatch import (
     NotDispatchedYet,
@@ -19,9 +20,12 @@ from t9kjobs.client.dispatch import (
     job_events,
     worker_reader,
 )
+from t9kjobs.client.errors import JobNotFound
+from t9kjobs.client.job_logs import JobLogs
 from t9kjobs.client.reader import ClusterReader, JobRef, find_kind
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.manager import PluginManager
+from tests.unit.core.client.feedback import ScriptedReader
 
 WORKLOAD = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads/genericjob-x"
 JOB_PATH = "/apis/batch.tensorstack.dev/v1beta1/namespaces/team/genericjobs/x"
@@ -136,3 +140,38 @@ def test_describe_names_the_worker_cluster_or_says_it_has_none_yet(
     assert said in facts["message"], facts
     shown = render_header({**_HEADER, "dispatch": facts}, datetime.now(UTC))
     assert any(line.startswith("Worker:     ") for line in shown), shown
+
+
+class _CopyDeleted(ScriptedReader):
+    """The worker: the job's copy is read `alive` times, then is gone (MultiKueue deletes it
+    once the job has finished)."""
+
+    def __init__(self, alive: int, *statuses: dict[str, Any], **kw: Any) -> None:
+        super().__init__(*statuses, **kw)
+        self.alive = alive
+
+    def job(self, ref: Any) -> dict[str, Any]:
+        if self.reads >= self.alive:
+            raise JobNotFound(f"{ref} not found in namespace {ref.namespace}")
+        return super().job(ref)
+
+
+def test_following_a_dispatched_job_ends_as_the_manager_says(
+    manager: PluginManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its copy on the worker, deleted once it finished, is no error: the manager's job says
+    when it has finished (seen on the real node: JobNotFound at the end of `logs -f`)."""
+    monkeypatch.setattr(job_logs_module, "POLL_SECONDS", 0.01)
+    running = {
+        "phase": "Running",
+        "tasks": [{"type": "worker", "replicas": [{"name": "mlp-worker-0", "phase": "Running"}]}],
+    }
+    pod = {"metadata": {"name": "mlp-worker-0", "uid": "pod-uid"}, "status": {"phase": "Succeeded"}}
+    worker = _CopyDeleted(1, running, pod=pod, log=["2026-11-28T11:00:00Z done"])
+    home = ScriptedReader(running, running, {**running, "phase": "Succeeded"})
+    ref = JobRef(find_kind("gj", manager), "mlp", "team-a")
+    logs = JobLogs(worker, ref, timeout=5, home=home)  # type: ignore[arg-type]
+    assert [line.text for line in logs.follow_all()] == ["done"]
+    assert home.reads >= 3, "the manager's job read until it Succeeded"
+    with pytest.raises(JobNotFound):  # without the manager, the copy's end is an error
+        list(JobLogs(_CopyDeleted(1, running, pod=pod, log=["x"]), ref, timeout=5).follow_all())  # type: ignore[arg-type]
