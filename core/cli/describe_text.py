@@ -75,6 +75,9 @@ def _render_header(facts: dict[str, Any], now: datetime) -> list[str]:
     manager = facts.get("managedBy")
     if manager:
         out += _wrap(_managed(manager), " " * 12, "Managed by: ")
+    dispatch = facts.get("dispatch")
+    if dispatch:
+        out += _wrap(dispatch["message"], " " * 12, "Worker:     ")
     in_phase = facts["inPhaseSeconds"]
     since = f" for {_age(in_phase)}" if in_phase is not None else ""
     mode = f" ({facts['runMode']} mode)" if facts.get("runMode") not in (None, "Immediate") else ""
@@ -95,8 +98,9 @@ def _managed(manager: str) -> str:
     """What `spec.managedBy` means for this operator (`t9kjobs.planner.elsewhere`)."""
     if manager == MANAGED_BY_MULTIKUEUE:
         return (
-            f"{manager}; this operator only makes its Workload: MultiKueue runs the job on a"
-            " worker cluster, and its status is the worker's"
+            f"{manager}; this operator makes its Workload alone, and its status until"
+            " MultiKueue dispatches it: the job runs on a worker cluster, and its status is"
+            " then the worker's"
         )
     return f"{manager}; this operator does nothing with it"
 

@@ -43,7 +43,9 @@ def _text(line: LogLine, timestamps: bool) -> str:
 def _cmd_logs(args: argparse.Namespace, manager: PluginManager) -> int:
     reader, namespace = connect(args, manager)
     ref = JobRef.parse(args.job, namespace, manager)
-    logs = JobLogs(worker_reader(reader, ref, args.kubeconfig), ref, args.container)
+    there = worker_reader(reader, ref, args.kubeconfig)
+    home = None if there is reader else reader  # dispatched: its status for good is here
+    logs = JobLogs(there, ref, args.container, home=home)
     try:
         if args.all:
             if args.replica:

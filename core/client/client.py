@@ -340,9 +340,9 @@ class Client(FunctionJobs):
         if replica is not None and all_replicas:
             raise ClientError("give a replica or all_replicas, not both")
         ref = self.ref(job, name, namespace)
-        logs = JobLogs(
-            worker_reader(self.reader, ref, self._kubeconfig), ref, container, timeout=timeout
-        )
+        there = worker_reader(self.reader, ref, self._kubeconfig)
+        home = None if there is self.reader else self.reader  # dispatched: the manager's
+        logs = JobLogs(there, ref, container, timeout=timeout, home=home)
         if not follow:
             if all_replicas:
                 return iter(logs.all_once(tail, since))

@@ -15,6 +15,7 @@ import shlex
 from datetime import UTC, datetime
 from typing import Any
 
+from t9kjobs.client.dispatch import NotDispatchedYet, NotHere, dispatched_to
 from t9kjobs.client.reader import (
     UNREACHABLE,
     ClusterReader,
@@ -149,6 +150,23 @@ class _Describer:
             "startTime": start,
             "completionTime": end,
             "elapsedSeconds": elapsed,
+        }
+
+    def dispatch(self) -> dict[str, Any] | None:
+        """Where MultiKueue runs the job (`t9kjobs.client.dispatch`): its worker cluster, the
+        manager Workload's `status.clusterName`, or why there is none yet; None for a job
+        MultiKueue does not manage."""
+        try:
+            cluster = dispatched_to(self.reader, self.ref, self.raw)
+        except NotDispatchedYet as exc:
+            return {"workerCluster": None, "message": f"not dispatched yet: {exc}"}
+        except NotHere as exc:
+            return {"workerCluster": None, "message": str(exc)}
+        if cluster is None:
+            return None
+        return {
+            "workerCluster": cluster,
+            "message": f"{cluster} (dispatched by MultiKueue: its pods, logs and Events are there)",
         }
 
     def progress(self) -> dict[str, Any] | None:
@@ -359,6 +377,7 @@ def describe(reader: ClusterReader, ref: JobRef, now: datetime | None = None) ->
     d = _Describer(reader, ref, now or datetime.now(UTC))
     return {
         **d.header(),
+        "dispatch": d.dispatch(),
         "progress": d.progress(),
         "conditions": d.conditions(),
         "replicas": d.replicas(),

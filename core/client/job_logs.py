@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from t9kjobs.client.errors import ClientError, NoLog, WaitTimeout
+from t9kjobs.client.errors import ClientError, JobNotFound, NoLog, WaitTimeout
 from t9kjobs.client.reader import UNREACHABLE, ClusterReader, JobRef, training_container, uid_of
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.objects import ANNOTATION_INCARNATION, Obj, deciding_replica, replica_id
@@ -82,12 +82,30 @@ class JobLogs:
         container: str | None = None,
         *,
         timeout: float | None = None,
+        home: ClusterReader | None = None,
     ) -> None:
+        """`reader` reads the pods; `home`, where it is not `reader`, the job's status for
+        good: the manager's, for a job MultiKueue dispatched, whose copy on the worker (the
+        pods' controller) is deleted once it has finished."""
         self.reader = reader
         self.ref = ref
         self.container_name = container
         self.timeout = timeout
+        self.home = home
         self.job = reader.job(ref)
+
+    def _has_finished(self) -> bool:
+        """Whether the job has finished, where its status is kept for good."""
+        return _finished((self.home or self.reader).job(self.ref))
+
+    def _refresh(self) -> None:
+        """The job read again where its pods are; a dispatched job's copy there, deleted once
+        it has finished, stays as last read (its end is `home`'s to say)."""
+        try:
+            self.job = self.reader.job(self.ref)
+        except JobNotFound:
+            if self.home is None:
+                raise
 
     # -- replicas ------------------------------------------------------------------------
 
@@ -226,7 +244,7 @@ class JobLogs:
             pod = self._pod(pod_name)
             uid = pod["metadata"].get("uid") if pod else None
             if pod is None or uid in streamed:
-                if _finished(self.reader.job(self.ref)):
+                if self._has_finished():
                     if not streamed and last_uid is None:
                         yield LogLine(replica, f"--- {self.gone(replica)}", note=True)
                     return
@@ -320,7 +338,7 @@ class JobLogs:
 
         try:
             while True:
-                self.job = self.reader.job(self.ref)  # replicas may have come since
+                self._refresh()  # replicas may have come since
                 for replica, pod_name in self.replicas().items():
                     if replica not in threads:  # one at the start, or a replica scaled up
                         threads[replica] = threading.Thread(
@@ -337,7 +355,7 @@ class JobLogs:
                         raise item
                     yield item
                 idle = all(not t.is_alive() for t in threads.values()) and lines.empty()
-                if idle and _finished(self.reader.job(self.ref)):
+                if idle and self._has_finished():
                     return
                 if idle and timed_out:
                     raise timed_out[-1]

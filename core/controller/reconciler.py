@@ -79,8 +79,9 @@ def _log_created(the_plan: Plan, found: Held, jlog: JobLog) -> None:
 
 def _elsewhere(raw: Obj, jlog: JobLog, message: str) -> bool:
     """Whether the job's status is another controller's (`spec.managedBy`: MultiKueue's, whose
-    Workload alone the operator makes, `t9kjobs.planner.elsewhere`): what would have been
-    written there is logged instead."""
+    Workload the operator makes, and whose status it writes only while no worker holds the job,
+    `Queued` or `Paused`: `t9kjobs.planner.elsewhere`): a failure that would have been written
+    there is logged instead."""
     manager = manager_of(raw.get("spec") or {})
     if manager is None:
         return False

@@ -105,7 +105,7 @@ def plan(
     observed = replace(observed, child_kinds=hooks.child_kinds)
     manager = manager_of(job.spec)
     if manager is not None:
-        return left_alone(job, observed, hooks, manager)
+        return left_alone(job, observed, hooks, manager, rfc3339(now))
     before = job.status
     status = before.model_copy(deep=True)
     life = job.spec.lifecycle()

@@ -202,7 +202,9 @@ def test_deleting_on_the_manager_removes_the_workers_job_and_pods(pair: Pair) ->
     doc = pair.submit(gpu_job("deleted", pods=2))
     until(lambda: len(pair.worker.pods()) == 2 or None, "2 pods on the worker", 180)
     pair.manager.wait_phase(doc, "Running", 120)
+    print(pair.kubectl_get())
     pair.manager.http.request("DELETE", pair.manager.path(doc))
+    print(pair.kubectl_get())
     until(
         lambda: (pair.on_worker(doc) is None and not pair.worker.pods()) or None,
         "the worker's job and pods gone",
@@ -227,7 +229,16 @@ def test_a_worker_without_capacity_leaves_the_job_queued_on_the_manager(pair: Pa
     assert local is not None
     checks = {c["name"]: c["state"] for c in local["status"].get("admissionChecks") or []}
     assert checks == {"multikueue": "Pending"}, local["status"]
-    assert phase(pair.manager.get(doc)) not in ("Running", "Succeeded", "Failed")
+
+    # The manager's operator says why it waits: for a worker with room (the check's state).
+    def waiting() -> Obj | None:
+        status = pair.manager.status(doc)
+        return status if status.get("reason") == "MultiKueuePending" else None
+
+    here = until(waiting, "the job Queued on the manager, waiting for a worker", 60)
+    print(pair.kubectl_get())
+    assert here["phase"] == "Queued", here
+    assert "worker cluster" in condition(here, "Admitted")["message"], here
 
 
 def test_the_workers_operator_restarted_mid_run(pair: Pair, worker_operators: Operators) -> None:
@@ -257,6 +268,9 @@ def test_pausing_on_the_manager_takes_the_job_back_from_the_worker(pair: Pair) -
         180,
     )
     assert pair.workload(pair.manager, doc) is None
+    # No worker holds it: its status is the manager's operator's again, Paused.
+    pair.manager.wait_phase(doc, "Paused", 60)
+    print(pair.kubectl_get())
     client.resume("GenericJob", doc["metadata"]["name"])
     again = until(lambda: pair.on_worker(doc), "a new copy on the worker", 180)
     assert again["metadata"]["uid"] != first["metadata"]["uid"]

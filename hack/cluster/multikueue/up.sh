@@ -40,12 +40,19 @@ WK=("$BIN/kubectl" --kubeconfig "$W/kubeconfig")
 TIMEOUT="${T9KJOBS_UP_TIMEOUT:-180}"
 
 # The worker: a KWOK cluster with Kueue, on ports of its own (fixed ports are the manager's).
+# A cluster already running at $T9KJOBS_WORKER_DIR (with Kueue: a real-node one, say) is the
+# worker as it is, and is left running by multikueue/down.sh, which then removes only what this
+# script put there (MULTIKUEUE_WORKER_STARTED=0 in the manager's cluster.env).
+started=0
 if ! T9KJOBS_CLUSTER_DIR="$W" "$CLUSTER_HACK_DIR/status.sh" >/dev/null 2>&1; then
+	started=1
 	cluster_log "starting the worker cluster at $W"
 	env -u T9KJOBS_ETCD_PORT -u T9KJOBS_ETCD_PEER_PORT -u T9KJOBS_APISERVER_PORT \
 		-u T9KJOBS_KCM_PORT -u T9KJOBS_SCHEDULER_PORT -u T9KJOBS_AUDIT -u T9KJOBS_MULTIKUEUE \
 		T9KJOBS_CLUSTER_DIR="$W" T9KJOBS_KUEUE=1 T9KJOBS_NODES="${T9KJOBS_WORKER_NODES:-4}" \
 		bash "$CLUSTER_HACK_DIR/up.sh"
+elif ! grep -qx 'KUEUE=1' "$W/cluster.env"; then
+	cluster_die "the cluster at $W runs without Kueue: a worker needs it (T9KJOBS_KUEUE=1)"
 fi
 WORKER_URL=$(sed -n 's/^APISERVER_URL=//p' "$W/cluster.env")
 
@@ -204,5 +211,6 @@ YAML
 {
 	echo "MULTIKUEUE_WORKER=$NAME"
 	echo "MULTIKUEUE_WORKER_DIR=$W"
+	echo "MULTIKUEUE_WORKER_STARTED=$started"
 } >>"$M/cluster.env"
 cluster_log "MultiKueue: manager $M, worker \"$NAME\" at $W (kubeconfig: $W/kubeconfig); LocalQueue default/multikueue on both"

@@ -371,5 +371,5 @@ def test_describe_says_another_controller_manages_the_job() -> None:
     lines = render(_facts(managedBy="example.com/other"), NOW).splitlines()
     assert lines[3] == "Managed by: example.com/other; this operator does nothing with it"
     text = render(_facts(managedBy="kueue.x-k8s.io/multikueue"), NOW)
-    assert "this operator only makes its Workload" in text
+    assert "this operator makes its Workload alone" in text
     assert "Managed by" not in render(_facts(managedBy=None), NOW)

@@ -1,6 +1,6 @@
 """The reconciler and `spec.managedBy`, `kueue.x-k8s.io/prebuilt-workload-name`: another
 controller's job costs not one request; MultiKueue's gets its Workload and never a status
-write, not even a failure's; a prebuilt Workload is looked up by name and adopted. The API
+write once dispatched, and none of a failure's ever (its `Queued` status while it waits for a worker is the operator's); a prebuilt Workload is looked up by name and adopted. The API
 server is `FakeTransport`."""
 
 from __future__ import annotations
@@ -47,13 +47,14 @@ def test_another_controllers_job_costs_not_one_request(manager: PluginManager) -
     assert fake.requests == []
 
 
-def test_multikueues_job_gets_its_workload_and_no_status(manager: PluginManager) -> None:
+def test_multikueues_job_gets_its_workload_and_a_queued_status(manager: PluginManager) -> None:
     fake = FakeTransport()
     r = _with_kueue(
         manager, fake, _job("kueue.x-k8s.io/multikueue", **{"kueue.x-k8s.io/queue-name": "q"})
     )
     settle(r, KEY)
-    assert _writes(fake) == [("POST", WORKLOADS)]
+    assert [w for w in _writes(fake) if not w[1].endswith("/status")] == [("POST", WORKLOADS)]
+    assert [s["phase"] for s in status_writes(fake)] == ["Queued"]
     (made,) = [b for m, _, b in fake.requests if m == "POST"]
     assert made["metadata"]["name"] == "pytorchtrainingjob-mnist"
     assert [s["count"] for s in made["spec"]["podSets"]] == [1, 3]

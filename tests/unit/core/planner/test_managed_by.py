@@ -42,18 +42,60 @@ def test_a_job_another_controller_manages_gets_nothing(queued: bool) -> None:
     assert sim.objects == {}
 
 
-def test_multikueue_gets_its_workload_alone_and_no_status() -> None:
+def _multikueue_check(sim: QueueSim, state: str, message: str, cluster: str | None) -> None:
+    """Kueue on the manager: quota reserved here, the check `multikueue` in `state`, and the
+    worker named once it holds the job."""
+    sim.kueue_says(("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"))
+    status = sim.objects[WL]["status"]
+    status["admissionChecks"] = [{"name": "multikueue", "state": state, "message": message}]
+    if cluster is not None:
+        status["clusterName"] = cluster
+
+
+def test_multikueue_gets_its_workload_alone_and_a_status_until_dispatched() -> None:
     sim = QueueSim(_managed(queued_job(), MANAGED_BY_MULTIKUEUE))
     p = sim.step()
     assert [o["kind"] for o in p.create] == ["Workload"]
     assert p.create[0]["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
     assert p.create[0]["spec"]["podSets"][0]["count"] == 2
     assert not p.status_changed and p.events == ()
-    # Admitted (MultiKueue dispatched it): still no pod here, no status, nothing to say.
-    sim.admit()
+    # Its Workload made, it waits in the manager's queue.
+    p = sim.step()
+    assert p.status_changed and p.create == ()
+    assert p.status.phase == "Queued" and p.status.reason == "Queued"
+    # Waiting for a worker: the MultiKueue check's state is the REASON, its message said.
+    _multikueue_check(sim, "Pending", 'The workload got reservation on "none"', None)
+    waiting = sim.step()
+    assert waiting.status_changed and waiting.create == () and waiting.delete == ()
+    assert waiting.status.phase == "Queued"
+    assert waiting.status.reason == "MultiKueuePending"
+    admitted = waiting.status.condition("Admitted")
+    assert admitted is not None and admitted.status == "False"
+    assert "worker cluster" in admitted.message and "multikueue: Pending" in admitted.message
+    # Dispatched: the status is MultiKueue's copy of the worker's; nothing is written.
+    _multikueue_check(sim, "Ready", "", "worker")
+    sim.manifest["status"] = {"phase": "Running"}
     again = sim.step()
     assert (again.create, again.delete, again.patch_status, again.events) == ((), (), (), ())
     assert not again.status_changed
+
+
+@pytest.mark.parametrize("cluster", [None, "worker"])
+def test_multikueue_a_ready_check_or_a_worker_named_is_dispatched(cluster: str | None) -> None:
+    sim = QueueSim(_managed(queued_job(), MANAGED_BY_MULTIKUEUE))
+    sim.step()
+    _multikueue_check(sim, "Pending" if cluster else "Ready", "", cluster)
+    assert not sim.step().status_changed
+
+
+def test_multikueue_never_overwrites_a_status_copied_from_the_worker() -> None:
+    """A Workload the cache reads late (no worker named yet) beside the worker's status,
+    copied: the copy stands."""
+    sim = QueueSim(_managed(queued_job(), MANAGED_BY_MULTIKUEUE))
+    sim.step()
+    _multikueue_check(sim, "Pending", "", None)
+    sim.manifest["status"] = {"phase": "Running"}
+    assert not sim.step().status_changed
 
 
 def test_multikueue_without_a_queue_or_finished_gets_nothing() -> None:
@@ -61,17 +103,31 @@ def test_multikueue_without_a_queue_or_finished_gets_nothing() -> None:
     assert p.create == () and not p.status_changed
     done = _managed(queued_job(), MANAGED_BY_MULTIKUEUE)
     done["status"] = {"phase": "Succeeded"}  # the worker's, copied by MultiKueue
-    assert QueueSim(done).step().create == ()
+    p = QueueSim(done).step()
+    assert p.create == () and not p.status_changed
 
 
-def test_multikueue_paused_gives_its_place_up() -> None:
+def test_multikueue_paused_gives_its_place_up_and_is_paused() -> None:
     doc = _managed(queued_job(), MANAGED_BY_MULTIKUEUE)
     sim = QueueSim(doc)
     sim.step()
     assert WL in sim.objects
+    _multikueue_check(sim, "Ready", "", "worker")
+    doc["status"] = {"phase": "Running"}  # the worker's, copied
     doc["spec"]["runMode"] = {"pause": {"enabled": True}}
     p = sim.step()
-    assert [d.name for d in p.delete] == ["tinyjob-tiny"] and not p.status_changed
+    assert [d.name for d in p.delete] == ["tinyjob-tiny"]
+    assert p.status_changed and p.status.phase == "Paused"
+    paused = p.status.condition("Paused")
+    assert paused is not None and paused.status == "True"
+    # Resumed: queued again, its Workload made anew.
+    doc["spec"]["runMode"] = {}
+    p = sim.step()
+    assert [o["kind"] for o in p.create] == ["Workload"]
+    p = sim.step()
+    assert p.status.phase == "Queued"
+    resumed = p.status.condition("Paused")
+    assert resumed is not None and resumed.status == "False"
 
 
 @pytest.mark.parametrize(
