@@ -810,8 +810,9 @@ def test_a_job_another_controller_manages_gets_nothing_but_multikueues_workload(
     kube: Kube, queue: str
 ) -> None:
     """managedBy another controller: no Workload, no pod, no status. MultiKueue's: the
-    Workload alone (what MultiKueue dispatches to a worker cluster); admitted here (this
-    ClusterQueue has no MultiKueue check), it still gets no pod and no status."""
+    Workload (what MultiKueue dispatches to a worker cluster) and, while no worker holds it,
+    its `Queued` status (`t9kjobs.planner.elsewhere`); admitted here (this ClusterQueue has no
+    MultiKueue check, so no worker ever will), it still gets no pod."""
     other = _managed("other", "example.com/other", queue)
     dispatched = _managed("dispatched", MULTIKUEUE, queue)
     kube.create(other)
@@ -826,13 +827,14 @@ def test_a_job_another_controller_manages_gets_nothing_but_multikueues_workload(
     )
     assert workload["metadata"]["ownerReferences"][0]["name"] == "dispatched"
     assert workload["spec"]["podSets"][0]["count"] == 2
+    until(lambda: kube.status(dispatched).get("phase") == "Queued", "the MultiKueue job Queued")
 
     def untouched() -> bool:
         return (
             not kube.pods()
             and "genericjob-other" not in _workloads(kube)
             and kube.status(other) == {}
-            and kube.status(dispatched) == {}
+            and kube.status(dispatched).get("phase") == "Queued"
             and not kube.events(other)
             and not kube.events(dispatched)
         )
