@@ -33,6 +33,7 @@ from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.jobs import JobController
 from t9kjobs.controller.leader import LeaderElector
+from t9kjobs.controller.limit_ranges import LimitRangeWatch
 from t9kjobs.controller.marks import KEY_SECRET, Marks, load_marks
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.nodes import NodeWatch, node_of
@@ -138,6 +139,7 @@ class Operator:
         reconciler.kueue_policy = options.kueue_policy
         self.jobs = JobController(reconciler, options, self.metrics)
         self.nodes = NodeWatch.wired(options.lost_node_seconds, self.transport, self.jobs)
+        reconciler.limit_ranges = LimitRangeWatch.wired(manager.child_kinds(), self.transport)
         # A job whose progress changed is queued like one whose child changed: batched.
         reconciler.progress = ProgressReader(
             self.transport,
@@ -311,6 +313,8 @@ class Operator:
         if not self._serve(kinds, absent):
             return  # stopped while the caches synced
         self.informers += self.nodes.start(self.supervisor) if self.nodes is not None else []
+        if (limits := self.jobs.reconciler.limit_ranges) is not None:
+            self.informers += limits.start(self.supervisor, self.options.namespaces)
         self._synced.set()
         log.info("caches synced: %d informer(s)", len(self.informers))
         self.jobs.start(self.supervisor)

@@ -39,6 +39,7 @@ from t9kjobs.controller.applying import Applier
 from t9kjobs.controller.cache import Cache
 from t9kjobs.controller.events import EventRecorder
 from t9kjobs.controller.failing import CannotHandle, ChildRejected
+from t9kjobs.controller.limit_ranges import LimitRangeWatch
 from t9kjobs.controller.metrics import Metrics
 from t9kjobs.controller.nodes import NodeWatch
 from t9kjobs.controller.ownership import Held, NameConflicts, controller_of
@@ -126,6 +127,8 @@ class Reconciler:
         self.metrics = metrics
         # Lost-node detection (`t9kjobs.controller.nodes`), when the operator watches nodes.
         self.nodes: NodeWatch | None = None
+        # Which namespaces give pods requests by default, where the plugins make gangs.
+        self.limit_ranges: LimitRangeWatch | None = None
         self.lost_node_seconds = 60.0
         self.kueue_policy = KueuePolicy()  # the operator's --kueue-* (Operator)
         self.conflicts = NameConflicts(api)
@@ -278,6 +281,7 @@ class Reconciler:
         stacks = self.progress.stacks(key) if self.progress is not None else None
         pods = [c for c in children if c.get("kind") == "Pod"]
         prebuilt, held = self._prebuilt(job, held)
+        limits = self.limit_ranges
         observed = Observed.of(
             children,
             self.cache.absent_kinds,
@@ -289,6 +293,7 @@ class Reconciler:
             stacks=stacks,
             kueue_policy=self.kueue_policy,
             prebuilt=prebuilt,
+            default_requests=limits is None or limits.default_requests(job.namespace),
         )
         try:
             return plan(

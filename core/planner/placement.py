@@ -17,13 +17,8 @@ The engine knows no gang object's format: the plugin that declares the kind says
 read (`ChildKind.gang`, a `GangFormat`: its size, its members, its own word on why it waits,
 how a pod leaves it), and the plan gets that declaration as a value (`Observed.gangs`).
 
-A gang of one pod is none (`without_lone_gangs`): its scheduler would place that pod as it
-places any other, at the price of the group's own life (kube-scheduler's: the PodGroup created,
-its finalizer written, its status patched, deleted, and the pod's nominated node patched while
-it waits at the gang's Permit: about 5 requests; issue #50). A gang that counts one pod
-(`GangFormat.size`: a job of one pod, or an elastic minimum of one) whose members can leave it
-(`GangFormat.leave`) is left out and its pods placed on their own. The T9k scheduler's, which
-places by the group's label, keeps it: its pods cannot leave.
+A gang that buys nothing (of one pod, or of pods that reserve nothing) is not made:
+`t9kjobs.planner.idle_gangs`.
 
 A gang that can never be complete (members ended after a replacement joined it) is said
 as reason `GangIncomplete` and undone by `t9kjobs.planner.gangs`.
@@ -42,14 +37,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from t9kjobs.features import GangFormat
 from t9kjobs.models import JobStatus
-from t9kjobs.objects import DesiredPod, object_key
+from t9kjobs.objects import object_key
 from t9kjobs.planner.children import pod_state
 from t9kjobs.planner.conditions import set_condition
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, stranded
 from t9kjobs.planner.types import Observed
 from t9kjobs.vocabulary import Obj
 
-__all__ = ["held_gangs", "placement", "rejoin_or_alone", "unplaced", "without_lone_gangs"]
+__all__ = ["held_gangs", "placement", "rejoin_or_alone", "unplaced"]
 
 
 def _condition(obj: Obj, type_: str) -> Obj | None:
@@ -94,26 +89,6 @@ def unplaced(gang: tuple[Obj, GangFormat] | None, pods: Sequence[Obj]) -> str | 
     size = read.size(group)
     at_once = f"{size} pods at once" if size is not None else "its pods at once"
     return f"{kind} {name} ({at_once}) cannot be placed: {said[0]}"
-
-
-def without_lone_gangs(
-    aux: Sequence[Obj], pods: Sequence[DesiredPod], observed: Observed
-) -> list[Obj]:
-    """`aux` without its gangs of one pod whose members can leave them, and `pods` taken out of
-    them (in place: `GangFormat.leave`)."""
-    lone = [
-        (group, gang)
-        for group, gang in observed.gangs(aux)
-        if gang.leave is not None and gang.size(group) == 1
-    ]
-    if not lone:
-        return list(aux)
-    for pod in pods:
-        for _, gang in lone:
-            assert gang.leave is not None  # kept above
-            gang.leave(pod.manifest)
-    dropped = {id(group) for group, _ in lone}
-    return [o for o in aux if id(o) not in dropped]
 
 
 def rejoin_or_alone(

@@ -63,8 +63,9 @@ from t9kjobs.planner.conditions import (
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.elsewhere import left_alone
 from t9kjobs.planner.gangs import GANG_INCOMPLETE, overdue, stranded
+from t9kjobs.planner.idle_gangs import without_idle_gangs
 from t9kjobs.planner.nodes import as_lost, bound_of, lost_pods, remember_lost, with_lost_nodes
-from t9kjobs.planner.placement import held_gangs, without_lone_gangs
+from t9kjobs.planner.placement import held_gangs
 from t9kjobs.planner.progress_status import complete_progress, progress_source, record_progress
 from t9kjobs.planner.queueing import queued
 from t9kjobs.planner.replicas import assess, remembered
@@ -217,7 +218,7 @@ def _situation(
         created = first_created(observed.pods())
         status.start_time = rfc3339(now if created is None else min(now, created))
     pods = desired_pods(job, hooks, life, resumed, observed.absent_kinds)
-    aux = without_lone_gangs(
+    aux = without_idle_gangs(
         hooks.auxiliary_objects(job, pods, observed.absent_kinds), pods, observed
     )
     # Its place in a queue, built from its pods as the plugins made them (an admission then

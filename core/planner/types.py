@@ -183,6 +183,10 @@ class Observed:
     `prebuilt`: the Workload the job's label `kueue.x-k8s.io/prebuilt-workload-name` names,
     as the controller found it, the job's or not yet (`t9kjobs.planner.prebuilt`); None when
     none of that name exists, or the job names none.
+
+    `default_requests`: whether the job's namespace gives containers requests or limits by
+    default (a LimitRange), so its pods reserve resources whatever their manifests say
+    (`t9kjobs.planner.idle_gangs`); True wherever the operator cannot tell.
     """
 
     objects: Mapping[tuple[str, str], Obj] = field(default_factory=dict)
@@ -195,6 +199,7 @@ class Observed:
     stacks: Stacks | None = None
     kueue_policy: KueuePolicy = field(default_factory=KueuePolicy)
     prebuilt: Obj | None = None
+    default_requests: bool = True
     # How the plan treats the plugins' child kinds (replaced or updated; deleted while the job
     # has no pods, or kept): what `plan` is given as `hooks.child_kinds`, set by it.
     child_kinds: Mapping[str, ChildKind] = field(default_factory=dict)
@@ -213,6 +218,7 @@ class Observed:
         stacks: Stacks | None = None,
         kueue_policy: KueuePolicy | None = None,
         prebuilt: Obj | None = None,
+        default_requests: bool = True,
     ) -> Observed:
         return cls(
             {object_key(o): o for o in objects},
@@ -225,6 +231,7 @@ class Observed:
             stacks,
             kueue_policy or KueuePolicy(),
             prebuilt,
+            default_requests,
         )
 
     def get(self, kind: str, name: str) -> Obj | None:

@@ -26,6 +26,7 @@ import pytest
 from t9kjobs.kube.transport import ApiError
 from t9kjobs.testing.harness.simulation import SIM_EXIT_CODE, SIM_RUN_SECONDS
 from tests import waiting
+from tests.cluster import fresh_namespace
 from tests.e2e.jobs import INCARNATION, Kube, Recorder, phase, replica, until
 from tests.operators import OperatorProcess, install_crds, operator_process
 from tests.waiting import throughout
@@ -33,6 +34,8 @@ from tests.waiting import throughout
 GPU = "nvidia.com/gpu"
 NATIVE = "/apis/scheduling.k8s.io/v1alpha2"
 LABEL = "t9kjobs-test/rest"
+# A request that makes a job's pods reserve something, so that they are a gang (#50).
+CPU: dict[str, Any] = {"resources": {"requests": {"cpu": "10m"}}}
 
 
 @pytest.fixture
@@ -272,7 +275,9 @@ def test_a_restarted_pod_rejoins_its_gang_and_pause_and_failure_leave_no_group(
         "apiVersion": "batch.tensorstack.dev/v1beta1",
         "kind": "GenericJob",
         "metadata": {"name": "gang"},
-        "spec": {"replicaSpecs": [replica("worker", 3, {"policy": "OnFailure", "limit": 2})]},
+        "spec": {
+            "replicaSpecs": [replica("worker", 3, {"policy": "OnFailure", "limit": 2}, **CPU)]
+        },
     }
     groups = f"{NATIVE}/namespaces/{namespace}/podgroups"
     op = _operator(cluster, namespace, tmp_path / "operator.log")
@@ -384,3 +389,48 @@ def test_a_replacement_stranded_in_a_gang_that_can_never_be_complete_is_placed_a
         assert next(c for c in done["conditions"] if c["type"] == "Scheduled")["status"] == "True"
     finally:
         op.stop()
+
+
+def test_pods_that_reserve_nothing_are_no_gang_unless_their_namespace_gives_requests(
+    cluster: Any, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """A gang buys nothing where placed pods hold nothing scarce (#50): a job whose pods
+    reserve nothing gets no PodGroup and its pods no `schedulingGroup`. In a namespace whose
+    LimitRange gives containers requests by default, the same job is a gang."""
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "10m"}}]},
+    }
+    free = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": "free"},
+        "spec": {"replicaSpecs": [replica("worker", 2)]},
+    }
+    with fresh_namespace(cluster, "limited") as other:
+        limited = Kube(cluster, other)
+        limited.http.request("POST", f"/api/v1/namespaces/{other}/limitranges", body=limits)
+        op = _operator(cluster, namespace, tmp_path / "operator.log", "--namespace", other)
+        try:
+            kube.create(free)
+            pods = kube.running("free-worker-0", "free-worker-1")
+            assert [p["spec"].get("schedulingGroup") for p in pods.values()] == [None, None]
+            assert not kube.http.request("GET", f"{NATIVE}/namespaces/{namespace}/podgroups")[
+                "items"
+            ]
+            # The first job placed alone: both namespaces' LimitRanges were read (until then
+            # every namespace counts as giving requests), so the second's defaults decide.
+            limited.create(free)
+            pods = limited.running("free-worker-0", "free-worker-1")
+            assert [p["spec"].get("schedulingGroup") for p in pods.values()] == [
+                {"podGroupName": "free"}
+            ] * 2
+            assert pods["free-worker-0"]["spec"]["containers"][0]["resources"] == {
+                "requests": {"cpu": "10m"}
+            }
+            group = limited.http.request("GET", f"{NATIVE}/namespaces/{other}/podgroups/free")
+            assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+        finally:
+            op.stop()

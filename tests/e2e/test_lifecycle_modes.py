@@ -213,7 +213,8 @@ def test_t9k_scheduler_podgroup_without_then_with_its_crd(
         "PyTorchTrainingJob",
         "gang",
         replica("master", exit_code=0, seconds=3, args=["train.py"]),
-        replica("worker", 3, "OnFailure", args=["train.py"]),
+        # Its workers reserve some CPU: pods that reserve nothing are no gang (#50).
+        replica("worker", 3, "OnFailure", args=["train.py"], resources={"requests": {"cpu": "1m"}}),
         elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3},
         torchrunConfig={"enabled": True},
         scheduler=scheduler,

@@ -103,7 +103,15 @@ def test_fail_job_ignore_and_disruption_rules_at_once(kube: Kube) -> None:
     gang = job(
         "GenericJob",
         "rec-gang",
-        replica("worker", 4, {"policy": "OnFailure", "limit": 1}, exit_code=0, seconds=30),
+        # Its pods reserve some CPU: pods that reserve nothing are no gang (#50).
+        replica(
+            "worker",
+            4,
+            {"policy": "OnFailure", "limit": 1},
+            exit_code=0,
+            seconds=30,
+            resources={"requests": {"cpu": "10m"}},
+        ),
         recoveryPolicy={"rules": [RESTART_JOB_3]},
     )
     recorder = kube.record_pods()

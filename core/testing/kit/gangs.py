@@ -29,7 +29,7 @@ def jobs_are_gangs(subject: Subject, example: Example) -> None:
     named after the job before its pods, with `minCount` the pods the job cannot run without
     (every pod, or the kind's `Lifecycle.min_available`, never more than the pods, at least 1),
     and every pod has `spec.schedulingGroup.podGroupName` naming it. A gang of one is none
-    (`t9kjobs.planner.placement.without_lone_gangs`): when that count is 1, no PodGroup and
+    (`t9kjobs.planner.idle_gangs`): when that count is 1, no PodGroup and
     no pod in one.
     """
     manager = subject.loaded()
