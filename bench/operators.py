@@ -100,14 +100,20 @@ class OurOperator(OperatorUnderTest):
     jobs = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
     job_label = "tensorstack.dev/owner-name"
 
+    def __init__(self, extra_args: list[str] | None = None, *, reserving: bool = False) -> None:
+        """`reserving`: the jobs' pods request something (the bench's `--pod-cpu`)."""
+        super().__init__(extra_args)
+        self.reserving = reserving
+
     def job(self, name: str, replicas: int, seconds: int) -> Obj:
         return ours_job(name, replicas, seconds)
 
     def minimum_requests(self, replicas: int) -> int:
         # pods, one headless Service, status writes; a gang's PodGroup created and deleted
-        # (kube-scheduler's gang scheduling, on by default where the cluster serves it).
-        gang = 0 if "--gang-scheduling=none" in self.extra_args else 2
-        return replicas + 1 + 2 + gang + self.queued
+        # (kube-scheduler's gang scheduling, on by default where the cluster serves it) for
+        # jobs whose pods reserve something (docs/scheduling.md, "Gangs that buy nothing").
+        gangs = self.reserving and "--gang-scheduling=none" not in self.extra_args
+        return replicas + 1 + 2 + (2 if gangs else 0) + self.queued
 
     # Set for a workload whose jobs wait in a Kueue queue: their Workload created, and
     # declared Finished (t9kjobs.planner.queueing).

@@ -2,12 +2,14 @@
 training operator (at its defaults, then with our client QPS), and the same pods created
 directly by a plain parallel client, each phase on a fresh local control plane.
 
-    python -m bench [--jobs 500] [--replicas 4]
+    python -m bench [--jobs 500] [--replicas 4] [--pod-cpu 10m]
         [--phases raw,ours,ours-no-gangs,ours-kueue,to-default,to-qps]
 
-`ours` runs the operator as installed: every job a gang (kube-scheduler's PodGroup, which the
-benchmark's cluster serves like every local cluster); `ours-no-gangs` the same with
-`--gang-scheduling=none`, pods placed one by one: the cost of gangs is the difference.
+`ours` runs the operator as installed. Its pods reserve nothing unless `--pod-cpu` gives every
+pod of every phase a CPU request: then each job is a gang (kube-scheduler's PodGroup, which
+the benchmark's cluster serves like every local cluster), else none (docs/scheduling.md,
+"Gangs that buy nothing"). `ours-no-gangs` is the same with `--gang-scheduling=none`, pods
+placed one by one: with `--pod-cpu`, the cost of gangs is the difference.
 `ours-kueue` runs the same jobs through Kueue (hack/cluster/kueue): each labelled with a
 LocalQueue whose ClusterQueue has quota for every pod at once, so each waits only for its
 admission: the cost of queueing is its difference from `ours`.
@@ -43,7 +45,7 @@ from bench.pprof import summarize as summarize_pprof
 from bench.procstat import Sampler, cpu_seconds, peak_rss_bytes
 from bench.recorder import Recorder
 from bench.report import markdown_table, plot_pods, status_writes, timeline_figures
-from bench.workload import NAMESPACE, post_items, raw_pods
+from bench.workload import NAMESPACE, post_items, raw_pods, requesting_cpu
 from t9kjobs.controller.operator import Options
 from t9kjobs.kube.transport import ApiError, Transport, load_configuration
 from t9kjobs.vocabulary import Obj
@@ -113,8 +115,10 @@ class Phase:
     def items(self) -> list[Obj]:
         a = self.args
         if self.operator is None:
-            return post_items(raw_pods(self.names, a.replicas, a.run_seconds), "pods", "v1")
+            pods = requesting_cpu(raw_pods(self.names, a.replicas, a.run_seconds), a.pod_cpu)
+            return post_items(pods, "pods", "v1")
         jobs = [self.operator.job(n, a.replicas, a.run_seconds) for n in self.names]
+        requesting_cpu(jobs, a.pod_cpu)
         if self.key == "ours-kueue":
             for job in jobs:
                 job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": QUEUE}
@@ -122,7 +126,8 @@ class Phase:
 
     def queue(self, cluster: Cluster) -> None:
         """A LocalQueue in the workload's namespace, its ClusterQueue with quota for every pod
-        at once (Kueue counts pods: the workload's pods request nothing else)."""
+        at once (Kueue counts pods, and the CPU they request with `--pod-cpu`)."""
+        cpu_quota = "\n      - {name: cpu, nominalQuota: 100000}" if self.args.pod_cpu else ""
         cluster.apply(
             f"""
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -135,11 +140,11 @@ metadata: {{name: {QUEUE}}}
 spec:
   namespaceSelector: {{}}
   resourceGroups:
-  - coveredResources: [pods]
+  - coveredResources: [pods{", cpu" if self.args.pod_cpu else ""}]
     flavors:
     - name: {QUEUE}
       resources:
-      - {{name: pods, nominalQuota: {self.pods}}}
+      - {{name: pods, nominalQuota: {self.pods}}}{cpu_quota}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -425,7 +430,7 @@ def make_phase(key: str, args: argparse.Namespace, tools: Path) -> Phase:
     if key in ("ours", "ours-no-gangs", "ours-kueue"):
         extra = [*args.ours_arg, *(["--gang-scheduling=none"] if key == "ours-no-gangs" else [])]
         title = "t9k-jobs (ours)" + "".join(f" {a}" for a in extra)
-        ours = OurOperator(extra)
+        ours = OurOperator(extra, reserving=args.pod_cpu is not None)
         if key == "ours-kueue":
             title += " through Kueue"
             ours.queued = 2
@@ -451,6 +456,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--run-seconds", type=int, default=5, help="simulated run time of every pod (5)")
     p.add_argument(
         "--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}"
+    )
+    p.add_argument(
+        "--pod-cpu",
+        help="CPU every pod of every phase requests (e.g. 10m); pods that reserve something are"
+        " gangs under the operator's default, pods that reserve nothing are not (default: none)",
     )
     p.add_argument(
         "--client-workers", type=int, default=32, help="parallel requests of the plain client (32)"

@@ -20,6 +20,7 @@ __all__ = [
     "ours_job",
     "post_items",
     "raw_pods",
+    "requesting_cpu",
 ]
 
 
@@ -90,3 +91,25 @@ def post_items(objects: list[Obj], plural: str, api_version: str) -> list[Obj]:
     group_path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
     path = f"{group_path}/namespaces/{NAMESPACE}/{plural}"
     return [{"path": path, "body": obj} for obj in objects]
+
+
+def requesting_cpu(objects: list[Obj], cpu: str | None) -> list[Obj]:
+    """`objects` (pods, or jobs with pod templates) whose every container requests `cpu`, in
+    place; unchanged when `cpu` is None. Pods that reserve something are gangs under the
+    operator's default (docs/scheduling.md, "Gangs that buy nothing"); the raw client's pods
+    get the same request, so both phases place the same pods."""
+    if cpu is None:
+        return objects
+
+    def visit(node: object) -> None:
+        if isinstance(node, dict):
+            for container in node.get("containers") or []:
+                container.setdefault("resources", {}).setdefault("requests", {})["cpu"] = cpu
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(objects)
+    return objects

@@ -1,9 +1,9 @@
-"""The request budget (bench/request_budget.py): a small burst of the benchmark's jobs, with
-gangs on as the operator's default, costs the API server no more requests per job than
-`bench/request_budget.json` records.
+"""The request budget (bench/request_budget.py): a small burst of the benchmark's jobs, each a
+gang, costs the API server no more requests per job than `bench/request_budget.json` records.
 
 20 PyTorchTrainingJobs of 1 master + 3 workers, each pod run 5 s by KWOK and exiting 0, as
-`python -m bench` submits them, to an operator that watches this test's namespace alone: every
+`python -m bench --pod-cpu 10m` submits them (pods that reserve something: gangs under the
+operator's default; docs/scheduling.md, "Gangs that buy nothing"), to an operator that watches this test's namespace alone: every
 request it makes between the two scrapes is for these jobs. Counts, not times (the module
 docstring of bench/request_budget.py says which status writes the clock decides, and how
 they are left out).
@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import request_budget
 from bench.operators import scrape
-from bench.workload import ours_job
+from bench.workload import ours_job, requesting_cpu
 from tests import waiting
 from tests.e2e.jobs import JOBS as JOBS_API
 from tests.e2e.jobs import PLURALS, Kube, Recorder, phase
@@ -27,6 +27,7 @@ from tests.operators import OperatorProcess, install_crds, operator_process
 JOBS = 20
 REPLICAS = 4
 RUN_SECONDS = 5
+POD_CPU = "10m"
 REQUESTS = "t9kjobs_api_requests_total"
 KIND = "PyTorchTrainingJob"
 STATUS_WRITES = f"PUT {PLURALS[KIND]}/status"
@@ -72,7 +73,8 @@ def test_a_burst_costs_no_more_requests_per_job_than_recorded(
         before = _settled(op)
         with Recorder(kube.http, f"{JOBS_API}/namespaces/{namespace}/{PLURALS[KIND]}") as jobs:
             for i in range(JOBS):
-                kube.create(ours_job(f"burst-{i:02d}", REPLICAS, RUN_SECONDS))
+                [doc] = requesting_cpu([ours_job(f"burst-{i:02d}", REPLICAS, RUN_SECONDS)], POD_CPU)
+                kube.create(doc)
             waiting.until(lambda: _finished(kube), 180, interval=1.0, what="every job Succeeded")
             after = _settled(op)
             statuses = request_budget.written_statuses(jobs.snapshot())
@@ -90,7 +92,7 @@ def test_a_burst_costs_no_more_requests_per_job_than_recorded(
     after = {**after, STATUS_WRITES: after.get(STATUS_WRITES, 0.0) - timed}
     measured = request_budget.per_job(before, after, JOBS)
     if os.environ.get(request_budget.RECORD_ENV) == "1":
-        burst = {"jobs": JOBS, "replicas": REPLICAS, "run_seconds": RUN_SECONDS}
+        burst = {"jobs": JOBS, "replicas": REPLICAS, "run_seconds": RUN_SECONDS, "pod_cpu": POD_CPU}
         request_budget.write(request_budget.BUDGET_FILE, burst, measured)
     budget = request_budget.recorded()["requests_per_job"]
     lines = request_budget.grown(measured, budget)
