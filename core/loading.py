@@ -96,6 +96,8 @@ def load_documents(data: bytes | str, source: str = "<input>") -> list[dict[str,
 
 def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
     """The first place `manifest` nests deeper than `limit` levels, found without recursion."""
+    if not _deeper_than(manifest, limit):
+        return None  # the walk below spells every path: only for a manifest too deep
     work: list[tuple[Any, int, str]] = [(manifest, 1, "")]
     while work:
         value, depth, path = work.pop()
@@ -111,6 +113,18 @@ def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
             sub = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
             work.append((item, depth + 1, sub))
     return None
+
+
+def _deeper_than(manifest: Any, limit: int) -> bool:
+    """Whether a mapping or list of `manifest` sits deeper than `limit` levels."""
+    work: list[tuple[Any, int]] = [(manifest, 1)] if isinstance(manifest, dict | list) else []
+    while work:
+        value, depth = work.pop()
+        if depth > limit:
+            return True
+        items = value.values() if isinstance(value, dict) else value
+        work.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return False
 
 
 def _iter_meta_problems(manifest: dict[str, Any], manager: PluginManager) -> Iterator[Problem]:
