@@ -11,18 +11,18 @@ walks it: no pod template needs that many levels, and the operator must not recu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
 from t9kjobs.crds import openapi_schema
-from t9kjobs.kinds import Problem
+from t9kjobs.kinds import KindInfo, Problem
 from t9kjobs.kubeyaml import Unreadable, YamlProblem, documents
 from t9kjobs.manager import PluginManager
 from t9kjobs.messages import did_you_mean, path_of, problems_from_validation_error
-from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, ObjectMeta
+from t9kjobs.models import API_VERSION, OBJECT_META_FIELDS, Job, JobSpec, ObjectMeta
 from t9kjobs.objects import ENGINE_ENV, engine_env_names
 from t9kjobs.planner.desired import desired_pods
 from t9kjobs.planner.queueing import LABEL_QUEUE_NAME, queue_problems
@@ -34,6 +34,7 @@ __all__ = [
     "MAX_OBJECT_BYTES",
     "JobError",
     "Judgement",
+    "ParsedJobs",
     "Unreadable",
     "check_job",
     "depth_problem",
@@ -95,6 +96,8 @@ def load_documents(data: bytes | str, source: str = "<input>") -> list[dict[str,
 
 def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
     """The first place `manifest` nests deeper than `limit` levels, found without recursion."""
+    if not _deeper_than(manifest, limit):
+        return None  # the walk below spells every path: only for a manifest too deep
     work: list[tuple[Any, int, str]] = [(manifest, 1, "")]
     while work:
         value, depth, path = work.pop()
@@ -110,6 +113,18 @@ def depth_problem(manifest: Any, limit: int = MAX_DEPTH) -> Problem | None:
             sub = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
             work.append((item, depth + 1, sub))
     return None
+
+
+def _deeper_than(manifest: Any, limit: int) -> bool:
+    """Whether a mapping or list of `manifest` sits deeper than `limit` levels."""
+    work: list[tuple[Any, int]] = [(manifest, 1)] if isinstance(manifest, dict | list) else []
+    while work:
+        value, depth = work.pop()
+        if depth > limit:
+            return True
+        items = value.values() if isinstance(value, dict) else value
+        work.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return False
 
 
 def _iter_meta_problems(manifest: dict[str, Any], manager: PluginManager) -> Iterator[Problem]:
@@ -162,15 +177,17 @@ def spec_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
     """A typed Job from a manifest, or a JobError listing every schema problem found."""
-    too_deep = depth_problem(manifest)
-    if too_deep is not None:
-        raise JobError([too_deep])
-    problems = list(_iter_meta_problems(manifest, manager))
-    meta = _metadata(manifest, problems)
-    if any(p.path in ("kind", "spec") for p in problems):
-        raise JobError(problems)
-    info = manager.kind_info(str(manifest["kind"]))
-    spec = status = None
+    return _parse(manifest, manager, None)[0]
+
+
+class _ParsedSpec(NamedTuple):
+    """What validating a manifest's `spec` gave: the model, or the problems that stopped it."""
+
+    model: JobSpec | None
+    problems: list[Problem]
+
+
+def _parse_spec(manifest: dict[str, Any], info: KindInfo) -> _ParsedSpec:
     try:
         # By the wire names only: a snake_case spelling would pass here, then be pruned by the
         # API server. Strict: the API server coerces no type into another.
@@ -178,25 +195,46 @@ def parse_job(manifest: dict[str, Any], manager: PluginManager) -> Job:
             manifest["spec"], by_alias=True, by_name=False, strict=True
         )
     except ValidationError as exc:
-        problems.extend(
-            problems_from_validation_error(
-                exc, "spec", manifest["spec"], spec_schema(info.spec_model)
-            )
+        problems = problems_from_validation_error(
+            exc, "spec", manifest["spec"], spec_schema(info.spec_model)
         )
+        return _ParsedSpec(None, problems)
+    return _ParsedSpec(spec, [])
+
+
+def _parse(
+    manifest: dict[str, Any], manager: PluginManager, known: _ParsedSpec | None
+) -> tuple[Job, _ParsedSpec]:
+    """`parse_job`, and what its spec gave; `known`: what this very spec gave before (its
+    depth checked then, its problems the same), so that it is neither walked nor validated again
+    (`ParsedJobs`). The rest of the manifest, its status too, is read afresh."""
+    rest = manifest if known is None else {k: v for k, v in manifest.items() if k != "spec"}
+    too_deep = depth_problem(rest)
+    if too_deep is not None:
+        raise JobError([too_deep])
+    problems = list(_iter_meta_problems(manifest, manager))
+    meta = _metadata(manifest, problems)
+    if any(p.path in ("kind", "spec") for p in problems):
+        raise JobError(problems)
+    info = manager.kind_info(str(manifest["kind"]))
+    parsed = _parse_spec(manifest, info) if known is None else known
+    problems.extend(parsed.problems)
+    status = None
     try:
         status = info.status_model.model_validate(manifest.get("status") or {})
     except ValidationError as exc:
         problems.extend(problems_from_validation_error(exc, "status", manifest.get("status")))
-    if problems or meta is None or spec is None or status is None:
+    if problems or meta is None or parsed.model is None or status is None:
         raise JobError(problems)
-    return Job(
+    job = Job(
         api_version=str(manifest["apiVersion"]),
         kind=str(manifest["kind"]),
         metadata=meta,
-        spec=spec,
+        spec=parsed.model,
         status=status,
         raw=manifest,
     )
+    return job, parsed
 
 
 def check_job(job: Job, manager: PluginManager) -> list[Problem]:
@@ -211,6 +249,62 @@ def check_job(job: Job, manager: PluginManager) -> list[Problem]:
     # A job that asks for a queue: what Kueue can never count (`queue_problems`).
     reserved = _engine_env_problems(job.spec, job.raw.get("spec"))
     return [*found, *queue_problems(job), *_topology_problems(job, manager), *reserved]
+
+
+class _Remembered(NamedTuple):
+    unversioned: dict[str, Any]  # the manifest parsed, but its status and resourceVersion
+    spec: _ParsedSpec
+    checked: list[Problem]  # what check_job found
+
+
+def _unversioned(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest but for what every status write changes: the status and resourceVersion."""
+    meta = manifest.get("metadata")
+    out = {k: v for k, v in manifest.items() if k != "status"}
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        out["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return out
+
+
+class ParsedJobs:
+    """`parse_job` and `check_job` of the operator's jobs, done once a version of their spec.
+
+    A reconcile reads its job from the cache at every change of one of its pods, and validating
+    the whole spec (pydantic) and the plugin's checks at each were a tenth of the operator's
+    CPU (issue #50). Both read the spec and the metadata, never the status: the status changes
+    at every write, and the spec only with a new generation. So a job is remembered with the
+    manifest it was parsed from but for its status and resourceVersion; while that part is
+    equal (the metadata's labels and annotations too), the spec's model and check_job's
+    problems are reused. The metadata and the status are parsed afresh at every load: the
+    status a plan reads is always the one just read. One entry a job, dropped by `forget`
+    (the operator forgets a deleted job) or replaced when the job changes.
+    """
+
+    def __init__(self, manager: PluginManager) -> None:
+        self.manager = manager
+        self._jobs: dict[Hashable, _Remembered] = {}
+
+    def load(self, key: Hashable, manifest: dict[str, Any]) -> tuple[Job, list[Problem]]:
+        """The job `key` from its manifest and every problem check_job finds in it (errors
+        too: the caller refuses them); a JobError when it does not parse, and whatever a
+        plugin's check raises, as `parse_job` and `check_job` do."""
+        unversioned = _unversioned(manifest)
+        known = self._jobs.get(key)
+        if known is not None and known.unversioned == unversioned:
+            job, _ = _parse(manifest, self.manager, known.spec)
+            return job, list(known.checked)
+        self._jobs.pop(key, None)  # a job that changed, or a parse that fails: nothing kept
+        job, spec = _parse(manifest, self.manager, None)
+        checked = check_job(job, self.manager)
+        self._jobs[key] = _Remembered(unversioned, spec, checked)
+        return job, list(checked)
+
+    def forget(self, key: Hashable) -> None:
+        """A job gone: nothing of it is kept."""
+        self._jobs.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
 
 
 def _topology_problems(job: Job, manager: PluginManager) -> list[Problem]:

@@ -48,7 +48,7 @@ from t9kjobs.controller.result import AT_ONCE, DONE, Result
 from t9kjobs.kinds import Problem
 from t9kjobs.kube.informer import Store
 from t9kjobs.kube.transport import ApiError, Transport
-from t9kjobs.loading import JobError, check_job, parse_job
+from t9kjobs.loading import JobError, ParsedJobs
 from t9kjobs.manager import PluginManager
 from t9kjobs.models import FINISHED_PHASES, MANAGED_BY_MULTIKUEUE, Job, JobStatus, dump, manager_of
 from t9kjobs.planner import Event, KueuePolicy, Observed, Plan, plan
@@ -137,6 +137,8 @@ class Reconciler:
         # The versions the last reconcile of a job read, when it found nothing to do; kept as
         # a hash (a 64-bit int a job, not a tuple of every child's uid and version).
         self._quiet: dict[JobKey, int] = {}
+        # Each job's spec parsed and checked once a generation (`ParsedJobs`).
+        self.parsed = ParsedJobs(plugins)
 
     def _count_forced(self, reason: str) -> None:
         if self.metrics is not None:
@@ -162,8 +164,9 @@ class Reconciler:
             self.forget(key)
             return DONE
         try:
-            job = parse_job(raw, self.plugins)
-            found = check_job(job, self.plugins)
+            job, found = self.parsed.load(key, raw)
+            if job.status.phase in FINISHED_PHASES:
+                self.parsed.forget(key)  # few reconciles left: not worth its memory
             problems = [p for p in found if p.severity == "error"]
             if problems:
                 raise JobError(problems)
@@ -199,6 +202,7 @@ class Reconciler:
         """A deleted job: nothing about it is kept."""
         self.conflicts.forget(key)
         self._quiet.pop(key, None)
+        self.parsed.forget(key)
         if self.progress is not None:
             self.progress.forget(key)
 

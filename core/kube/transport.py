@@ -29,7 +29,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import urlencode
@@ -46,6 +46,7 @@ from t9kjobs.vocabulary import Obj
 
 __all__ = [
     "MAX_RETRY_AFTER",
+    "ONE_WRITE_BYTES",
     "RETRIES_ON_429",
     "ApiError",
     "Fenced",
@@ -96,16 +97,55 @@ KEEPALIVE = [
 _sending = threading.local()
 
 
+# A body up to this size goes out in the same write as the request's headers.
+ONE_WRITE_BYTES = 64 * 1024
+
+
 class _FencedHTTPConnection(HTTPConnection):
+    """A connection that sends a request's headers and a small bytes body in one write, and
+    asks the fence before each write.
+
+    urllib3 2 sends the headers (`endheaders()`, without the body), then the body, each in a
+    write of its own (http.client of Python 3.11 too): two TLS records and two system calls a
+    request, the headers' write alone 15% of the operator's CPU on the benchmark (issue #50).
+    So urllib3 is given no body but its Content-Length, the headers' block is its only write,
+    and `send` appends the held body to it. A body over ONE_WRITE_BYTES goes as urllib3 sends
+    it, not copied: it takes several TLS records anyway."""
+
+    _with_headers: bytes | None = None
+
+    def request(  # type: ignore[override]
+        self,
+        method: str,
+        url: str,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        given = {k.lower() for k in headers or {}}
+        if (
+            isinstance(body, bytes)
+            and body
+            and len(body) <= ONE_WRITE_BYTES
+            and not kwargs.get("chunked")
+            and not given & {"content-length", "transfer-encoding"}
+        ):
+            self._with_headers = body
+            headers = {**(headers or {}), "Content-Length": str(len(body))}
+            body = None
+        try:
+            super().request(method, url, body, headers, **kwargs)
+        finally:
+            self._with_headers = None
+
     def send(self, data: Any) -> None:
         _check_fence()
-        super().send(data)
+        body, self._with_headers = self._with_headers, None
+        super().send(data if body is None else data + body)
 
 
-class _FencedHTTPSConnection(HTTPSConnection):
-    def send(self, data: Any) -> None:
-        _check_fence()
-        super().send(data)
+class _FencedHTTPSConnection(_FencedHTTPConnection, HTTPSConnection):
+    """The same over TLS."""
 
 
 class _FencedHTTPPool(HTTPConnectionPool):

@@ -12,7 +12,10 @@ __all__ = ["first_created", "last_change", "parse_time", "rfc3339", "set_conditi
 
 
 def rfc3339(now: datetime) -> str:
-    return now.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """`now` as the API server writes a Time: UTC, whole seconds (`2026-01-01T12:00:00Z`).
+    By `isoformat`, not `strftime` (the C library's, behind a rewrite of the format): a plan
+    writes several, and strftime was 2% of the operator's CPU on the benchmark (issue #50)."""
+    return now.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 def parse_time(text: str) -> datetime:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from t9kjobs.controller.leader import LeaderElector
-from t9kjobs.kube.transport import Fenced, Transport
+from t9kjobs.kube.transport import ONE_WRITE_BYTES, Fenced, Transport
 from tests.unit.core.kube.standin_api import StandInApi
 
 LEASE, RENEW, RETRY = 4.0, 2.0, 0.25
@@ -102,8 +102,10 @@ def test_a_write_is_refused_once_the_fence_says_so(api: StandInApi) -> None:
     transport = Transport(api.configuration(), qps=0)
     answers = iter([True, False])  # the fence holds when the headers go, not for the body
     transport.fence = lambda: next(answers, False)
+    # A body too large to go with the headers (a small one goes in their write: one question).
+    large = {"metadata": {"name": "p", "annotations": {"a": "x" * ONE_WRITE_BYTES}}}
     with pytest.raises(Fenced):
-        transport.request("POST", "/api/v1/namespaces/ns/pods", body={"metadata": {"name": "p"}})
+        transport.request("POST", "/api/v1/namespaces/ns/pods", body=large)
     time.sleep(0.2)
     # The server got half a request and never acted on it.
     assert api.requests("POST", "/pods") == []

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
@@ -49,6 +50,15 @@ class _Answer(BaseHTTPRequestHandler):
         peer = self.connection.getpeercert()  # type: ignore[attr-defined]
         subject = dict(item[0] for item in peer["subject"])
         body = json.dumps({"user": subject["commonName"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_PUT(self) -> None:
+        """The body read as its Content-Length says, sent back."""
+        body = self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -116,3 +126,26 @@ def test_a_server_whose_certificate_names_another_host_is_refused(
     transport = Transport(_configuration(misnamed, pki, tmp_path), qps=0)
     with pytest.raises(Exception, match=r"(?i)certificate|hostname|doesn.t match"):
         transport.request("GET", "/api", total=5)
+
+
+def test_a_request_and_its_small_body_are_one_tls_write(
+    server: str, pki: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One record and one system call a request, not one for the headers and one for the body
+    (issue #50; `t9kjobs.kube.transport._FencedHTTPConnection`)."""
+    transport = Transport(_configuration(server, pki, tmp_path), qps=0)
+    transport.request("GET", "/api")  # connected: the handshake's writes are not counted
+    writes: list[bytes] = []
+    real = ssl.SSLSocket.send
+
+    def recorded(self: ssl.SSLSocket, data: Any, flags: int = 0) -> int:
+        if not self.server_side:
+            writes.append(bytes(data))
+        return real(self, data, flags)
+
+    monkeypatch.setattr(ssl.SSLSocket, "send", recorded)
+    body = {"metadata": {"name": "p"}, "status": {"phase": "Running"}}
+    assert transport.request("PUT", "/apis/x/v1/namespaces/ns/xs/p/status", body=body) == body
+    [write] = writes
+    assert write.startswith(b"PUT /apis/x/v1/namespaces/ns/xs/p/status HTTP/1.1\r\n")
+    assert json.loads(write.partition(b"\r\n\r\n")[2]) == body

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -28,3 +28,20 @@ def test_written_times_are_whole_seconds_in_utc_and_read_back() -> None:
     written = rfc3339(NOON.replace(microsecond=999999))
     assert written == "2026-01-01T12:00:00Z"
     assert parse_time(written) == NOON
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        NOON,
+        datetime(1970, 1, 1, tzinfo=UTC),
+        datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),  # never rounded up
+        datetime(2026, 3, 29, 1, 30, 5, 123, tzinfo=timezone(timedelta(hours=-7))),
+        datetime(2026, 6, 1, 0, 0, 1, tzinfo=timezone(timedelta(hours=5, minutes=45))),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ],
+)
+def test_written_times_are_as_strftime_writes_them(when: datetime) -> None:
+    """The format the API server reads (and the status ever had): strftime's."""
+    expected = when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert rfc3339(when) == expected
