@@ -11,7 +11,9 @@ copy is not newer than the list (an answer to one of our writes may be).
 
 A watch event for a version the store holds already is not handed to the handlers: it is the
 echo of the operator's own write, whose answer the reconciler stored, and queueing the job for
-it would only reconcile again on what that reconcile just did.
+it would only reconcile again on what that reconcile just did. Nor is one that changes nothing
+the store keeps but the version: kube-scheduler's patch of a gang member's nominated node, a
+kubelet's conditions (`t9kjobs.kube.slimming` drops what no reader reads), issue #50.
 
 A watch is bounded: the server ends it after `timeoutSeconds` (jittered, so informers do not
 all come back at once), and the client gives up when no byte came for a few seconds longer,
@@ -64,6 +66,16 @@ def _tombstone(final: Obj) -> Obj:
     deleted job: the soak's RSS rose wave after wave)."""
     meta = final["metadata"]
     return {"metadata": {k: meta[k] for k in ("resourceVersion", "uid") if k in meta}}
+
+
+def _same_but_version(a: Obj, b: Obj) -> bool:
+    """Whether two stored versions of an object differ in their resourceVersion alone."""
+
+    def rest(obj: Obj) -> Obj:
+        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+        return {**obj, "metadata": meta}
+
+    return rest(a) == rest(b)
 
 
 def newer(candidate: Obj, current: Obj | None) -> bool:
@@ -370,7 +382,11 @@ class Informer:
                 elif self.store.holds(obj):
                     continue  # the answer to our own write, in the store already: no news
                 else:
-                    self.store.put(obj)
+                    before = self.store.get(*Store.key(obj))
+                    if self.store.put(obj) and before is not None:
+                        after = self.store.get(*Store.key(obj))
+                        if after is not None and _same_but_version(before, after):
+                            continue  # nothing kept changed: no news
                 self._handler(str(kind), obj)
             except Exception as exc:  # one odd object must not stop the watch of all others
                 log.warning("ignored a %s event of %s: %r", kind, self.resource.plural, exc)

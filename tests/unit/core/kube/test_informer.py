@@ -12,6 +12,12 @@ from t9kjobs.vocabulary import Obj
 from tests.unit.core.kube.scripted import ScriptedTransport, pod
 
 
+def _changed(obj: Obj) -> Obj:
+    """`obj` with something a store keeps changed (a label)."""
+    obj["metadata"]["labels"] = {"changed": obj["metadata"]["resourceVersion"]}
+    return obj
+
+
 def run_out(transport: ScriptedTransport) -> tuple[Informer, list[tuple[str, str]]]:
     """An informer of pods run until its scripts are spent; the events it handed out."""
     events: list[tuple[str, str]] = []
@@ -34,7 +40,7 @@ def test_watch_resumes_and_relists_after_410() -> None:
         ],
         watches=[
             [
-                {"type": "MODIFIED", "object": pod("a", "11")},
+                {"type": "MODIFIED", "object": _changed(pod("a", "11"))},
                 {"type": "BOOKMARK", "object": pod("", "15")},
             ],
             [{"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}],
@@ -64,7 +70,7 @@ def test_the_echo_of_a_version_the_store_holds_is_no_news() -> None:
             [
                 {"type": "ADDED", "object": pod("ours", "11")},  # its answer is stored below
                 {"type": "ADDED", "object": pod("theirs", "12")},
-                {"type": "MODIFIED", "object": pod("ours", "13")},
+                {"type": "MODIFIED", "object": _changed(pod("ours", "13"))},
             ]
         ],
     )
@@ -235,3 +241,41 @@ def test_thousands_of_removals_keep_every_young_tombstone() -> None:
         store.remove("ns", f"p{i}")
     assert len(store._tombstones) == 3000
     assert not any(store.put(pod(f"p{i}", "9")) for i in range(3000))
+
+
+def test_a_change_of_nothing_the_store_keeps_is_no_news() -> None:
+    """kube-scheduler patches a gang member's nominated node before it waits at the gang's
+    Permit; the kubelet writes its conditions. A pod's store keeps neither (slimming), so the
+    new version changes nothing a plan reads and queues no job (#50)."""
+    # As the API server sends them: a watch's objects name their kind (a list's items do not:
+    # the informer names it).
+    typed = {"apiVersion": "v1", "kind": "Pod"}
+    pending = {**pod("a", "10"), "status": {"phase": "Pending"}}
+    waiting = {**typed, **pod("a", "11"), "status": {"phase": "Pending", "nominatedNodeName": "n1"}}
+    ready = {**typed, **pod("a", "12"), "status": {"phase": "Pending"}}
+    ready["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    bound = {**typed, **pod("a", "13"), "spec": {"nodeName": "n1"}, "status": {"phase": "Pending"}}
+    transport = ScriptedTransport(
+        lists=[{"metadata": {"resourceVersion": "10"}, "items": [pending]}],
+        watches=[
+            [
+                {"type": "MODIFIED", "object": waiting},
+                {"type": "MODIFIED", "object": ready},
+                {"type": "MODIFIED", "object": bound},
+            ]
+        ],
+    )
+    events: list[tuple[str, str]] = []
+    informer = Informer(
+        transport,  # type: ignore[arg-type]
+        CHILD_RESOURCES["Pod"],
+        lambda kind, obj: events.append((kind, obj["metadata"]["resourceVersion"])),
+        store=Store(slimmer("Pod")),
+    )
+    informer.start()
+    assert transport.done.wait(5)
+    informer.stop()
+    # Listed (10), then only the binding: the nominated node and the conditions were no news.
+    assert events == [("ADDED", "10"), ("MODIFIED", "13")]
+    # The store holds the newest version all the same.
+    assert informer.store.get("ns", "a")["metadata"]["resourceVersion"] == "13"  # type: ignore[index]
