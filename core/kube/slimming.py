@@ -3,7 +3,8 @@ sent. At 2,000 jobs x 4 pods the stores were most of the operator's 288 MiB; a c
 read for its metadata (names, labels, annotations, owner, deletion) and, in its status, its
 phase and its containers' states (exit codes, reasons), and nothing else.
 
-So every object loses `metadata.managedFields` (a third of a pod), and a pod keeps of its spec
+So every object loses `metadata.managedFields` (a third of a pod) and `metadata.finalizers`
+(no reader reads them), and a pod keeps of its spec
 only `nodeName` (whether it is placed) and `schedulingGroup` (whether it is a member of its
 job's gang, which decides whether a replacement can rejoin it: `rejoin_or_alone`), and of its
 status only `phase`, per container `name`,
@@ -78,7 +79,12 @@ _POD_SPEC_FIELDS = ("nodeName", "schedulingGroup")
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
+    """Without the API server's bookkeeping: `managedFields`, and `finalizers` (no reader reads
+    a child's: an object changed is written whole from the job, never from the cache). So a
+    controller's finalizer on a child (kube-controller-manager's on each PodGroup) changes
+    nothing kept, and its event is no news (`t9kjobs.kube.informer`)."""
     obj["metadata"].pop("managedFields", None)
+    obj["metadata"].pop("finalizers", None)
     return obj
 
 

@@ -159,3 +159,26 @@ def test_a_disrupted_pod_keeps_what_the_recovery_rules_read(manager: PluginManag
     assert kept["status"]["message"] == served["status"]["message"][:256]
     terminated = kept["status"]["containerStatuses"][0]["state"]["terminated"]
     assert terminated == {"exitCode": 137, "reason": "OOMKilled"}
+
+
+def test_a_childs_finalizers_are_not_kept() -> None:
+    """kube-controller-manager puts its finalizer on each kube-scheduler PodGroup the moment it
+    is created (podgroup-protection); no reader reads a child's finalizers, so that event
+    changes nothing a store keeps (and the informer hands it to no one, #50)."""
+    group: Obj = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "job",
+            "namespace": "ns",
+            "resourceVersion": "2",
+            "finalizers": ["scheduling.k8s.io/podgroup-protection"],
+            "managedFields": [{"manager": "kube-controller-manager"}],
+        },
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+    }
+    kept = slimmer("PodGroup.scheduling.k8s.io")(copy.deepcopy(group))
+    assert "finalizers" not in kept["metadata"] and "managedFields" not in kept["metadata"]
+    assert kept["spec"] == group["spec"]
+    pod: Obj = {"metadata": {"name": "p", "finalizers": ["example.com/hold"]}, "spec": {}}
+    assert "finalizers" not in slimmer("Pod")(pod)["metadata"]
