@@ -34,6 +34,12 @@ from .fake_transport import FakeTransport
 KEY_MATERIAL = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0K"  # what must never be kept
 
 
+def relabelled(obj: Obj) -> Obj:
+    """`obj` with a label changed: news (a version that changes nothing kept is none)."""
+    obj["metadata"]["labels"] = {"changed": "yes"}
+    return obj
+
+
 def secret(name: str, rv: str, *, data: bool = True) -> Obj:
     """A Secret as the API server sends it whole (`data`) or as PartialObjectMetadata."""
     meta: Obj = {
@@ -108,7 +114,7 @@ def test_the_secret_informer_asks_for_metadata_and_keeps_no_data() -> None:
         items=[secret("a", "9", data=False), secret("b", "10")],
         events=[
             {"type": "ADDED", "object": secret("c", "11")},
-            {"type": "MODIFIED", "object": secret("a", "12", data=False)},
+            {"type": "MODIFIED", "object": relabelled(secret("a", "12", data=False))},
             {"type": "DELETED", "object": secret("b", "13", data=False)},
         ],
     )
