@@ -129,6 +129,15 @@ _ROWS: list[tuple[str, str, int]] = [
 ]
 
 
+# Issue #50's targets, said beside the figures they bound (the operator's CPU at 500 x 4).
+TARGETS = {
+    "master_to_succeeded": "p99 ≤ 0.5",
+    "cpu_s": "≤ 10 at 500 x 4",
+    "requests_ratio": "≤ 1.15",
+    "cpu_vs_raw": "≤ 1.6x, then 1.3x",
+}
+
+
 def all_cpu(result: Obj) -> float | None:
     """CPU seconds of every process of the phase (the control plane, KWOK, the harness, the
     operator), the profiler's left out; None when not measured."""
@@ -159,14 +168,14 @@ def _cell(result: Obj, key: str, digits: int, raw: Obj | None) -> str:
 def markdown_table(results: Sequence[Obj]) -> str:
     raw = next((r for r in results if r["phase"] == "raw"), None)
     lines = [
-        "| | " + " | ".join(r["title"] for r in results) + " |",
-        "| --- |" + " ---: |" * len(results),
+        "| | " + " | ".join(r["title"] for r in results) + " | target (#50) |",
+        "| --- |" + " ---: |" * len(results) + " --- |",
     ]
     for label, key, digits in _ROWS:
         cells = [_cell(r, key, digits, raw) for r in results]
         if all(c == NONE for c in cells):
             continue
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {TARGETS.get(key, '')} |")
     return "\n".join(lines)
 
 
