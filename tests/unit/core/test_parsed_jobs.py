@@ -51,20 +51,6 @@ def parsed(plugin: CountingPlugin) -> ParsedJobs:
     return ParsedJobs(manager)
 
 
-@pytest.fixture
-def spec_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times a spec was validated."""
-    calls: list[int] = []
-    real = loading._parse_spec
-
-    def counted(manifest: dict[str, Any], info: Any) -> Any:
-        calls.append(1)
-        return real(manifest, info)
-
-    monkeypatch.setattr(loading, "_parse_spec", counted)
-    return calls
-
-
 def manifest(version: str = "1", phase: str | None = None, **meta: Any) -> dict[str, Any]:
     job = tiny_job()
     job["metadata"] = {**job["metadata"], "resourceVersion": version, "generation": 1, **meta}

@@ -5,30 +5,12 @@ once it is deleted or finished."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-import pytest
-
-from t9kjobs import loading
 from t9kjobs.controller.result import DONE
 from t9kjobs.manager import PluginManager
 from t9kjobs.vocabulary import JobKey
 from tests.unit.core.controller.reconciling import KEY, reconciler, set_pods, settle, status_writes
 from tests.unit.core.kube.fake_transport import FakeTransport
-
-
-@pytest.fixture
-def spec_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times a spec was validated."""
-    calls: list[int] = []
-    real = loading._parse_spec
-
-    def counted(manifest: dict[str, Any], info: Any) -> Any:
-        calls.append(1)
-        return real(manifest, info)
-
-    monkeypatch.setattr(loading, "_parse_spec", counted)
-    return calls
 
 
 def test_a_job_s_spec_is_parsed_once_through_its_status_writes(
