@@ -60,6 +60,16 @@ def test_what_a_pod_reserves(pod: Obj, held: bool) -> None:
     assert reserves(pod) is held
 
 
+def test_a_hostile_quantity_is_read_in_linear_time() -> None:
+    """The template is the user's: a request of a million zeros and a letter backtracked
+    quadratically through the old pattern (4 s at 20,000 zeros); a quantity too long to be
+    a spelling of nothing is an amount, unread, and a short one is read in linear time."""
+    assert reserves(_container(resources={"requests": {"cpu": "0" * 1_000_000 + "x"}}))
+    assert reserves(_container(resources={"requests": {"cpu": "0" * 30 + "x"}}))
+    assert not reserves(_container(resources={"requests": {"cpu": "0" * 30}}))
+    assert not reserves({"spec": {"containers": ["odd", {"ports": ["odd"]}]}})
+
+
 def _job(requests: dict[str, str] | None = None, **spec: object) -> Obj:
     doc = manifest(replica("master"), replica("worker", 3), **spec)
     if requests is not None:
